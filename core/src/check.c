@@ -995,6 +995,73 @@ static bool chk_refuses(chk *c, const chk_ready *r, const pl_graph_view *view,
     return true;
 }
 
+/* ABI 1.17's compiled_times on R's compiled subgraph: nothing to read
+ * before a START; after START and two runs, one entry per node of the
+ * view with both runs counted and a fastest run within the total; a READ
+ * with the wrong count refused and OUT untouched; no run counted after
+ * STOP. */
+static void chk_times(chk *c, const chk_ready *r, const chk_io *io)
+{
+    pl_module *m = r->m;
+    if (r->compiled == NULL || !PL_ABI_HAS_FN(pl_module_api, &m->api, compiled_times))
+        return;
+    char check[96];
+    snprintf(check, sizeof check, "node times %s", r->p->label);
+    chk_begin(c, check);
+    size_t n = pl_graph_view_table.node_count(r->view);
+    pl_node_time t[2], poison = {.min_ns = 7, .total_ns = 7, .runs = 7};
+    t[0] = poison;
+    bool guard = true;
+    pl_status *st = NULL;
+    int got = m->api.compiled_times(m->ctx, r->compiled, PL_TIMES_READ, t, n);
+    if (got != 0 || memcmp(&t[0], &poison, sizeof poison) != 0) {
+        chk_say(c, check, PL_CHECK_FAIL, "PL_TIMES_READ before any PL_TIMES_START answered %d "
+                                         "or wrote: it must answer 0 and leave out untouched",
+                got);
+        return;
+    }
+    if (m->api.compiled_times(m->ctx, r->compiled, PL_TIMES_START, NULL, 0) != 1) {
+        chk_say(c, check, PL_CHECK_SKIP, "does not time this subgraph's nodes (START gave 0)");
+        return;
+    }
+    for (int k = 0; k < 2 && st == NULL; k++)
+        st = chk_run(c, r, io->in, io->out, 0, 0, &guard);
+    if (st == NULL)
+        got = m->api.compiled_times(m->ctx, r->compiled, PL_TIMES_READ, t, n);
+    const char *bad = NULL;
+    if (st != NULL)
+        bad = pl_status_message(st);
+    else if (n != 1)
+        bad = "the probe's view is not one node";
+    else if (got != 1)
+        bad = "PL_TIMES_READ after PL_TIMES_START and two runs answered 0";
+    else if (t[0].runs != 2 || t[0].min_ns > t[0].total_ns || 2 * t[0].min_ns > t[0].total_ns)
+        bad = "after two timed runs the node's times are not two runs with the fastest at "
+              "most half the total";
+    t[1] = poison;
+    if (bad == NULL &&
+        (m->api.compiled_times(m->ctx, r->compiled, PL_TIMES_READ, &t[1], n + 1) != 0 ||
+         memcmp(&t[1], &poison, sizeof poison) != 0))
+        bad = "PL_TIMES_READ with a count other than the view's nodes was not refused, or "
+              "wrote";
+    if (bad == NULL && m->api.compiled_times(m->ctx, r->compiled, PL_TIMES_STOP, NULL, 0) != 1)
+        bad = "PL_TIMES_STOP answered 0";
+    if (bad == NULL)
+        st = chk_run(c, r, io->in, io->out, 0, 0, &guard);
+    if (bad == NULL && st != NULL)
+        bad = pl_status_message(st);
+    if (bad == NULL &&
+        (m->api.compiled_times(m->ctx, r->compiled, PL_TIMES_READ, t, n) != 1 || t[0].runs != 2))
+        bad = "a run after PL_TIMES_STOP was timed, or the times were lost";
+    if (bad != NULL)
+        chk_say(c, check, PL_CHECK_FAIL, "%s", bad);
+    else
+        chk_say(c, check, PL_CHECK_PASS, "2 timed runs: %.3f ms at best, %.3f in all; none "
+                                         "after STOP",
+                (double)t[0].min_ns / 1e6, (double)t[0].total_ns / 1e6);
+    pl_status_free(st);
+}
+
 static void chk_export(chk *c, const chk_ready *r, const chk_ready *other, const chk_io *io)
 {
     char check[96];
@@ -1123,6 +1190,8 @@ static void chk_probe_one(chk *c, chk_ready *r, const chk_ready *other)
     pl_status_free(st);
     if (ok)
         chk_concurrency(c, r);
+    if (ok)
+        chk_times(c, r, &io);
     if (ok && r->compiled != NULL && (r->m->api.capabilities & PL_CAP_EXPORT))
         chk_export(c, r, other, &io);
     chk_io_free(&io);

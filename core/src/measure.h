@@ -60,19 +60,39 @@
 #define PL_MEASURE_KEEP 0.9
 
 /* A subgraph that ran slow: its step, its first node (to find its cluster again
- * after another exclusion renumbers them), its backend, and why. */
+ * after another exclusion renumbers them), its backend, and why; or, with
+ * NODE_ONLY, one slow node of a subgraph (FIRST), which alone is excluded. */
 typedef struct pl_measure_slow {
     size_t step;      /* in the program measured */
     pl_nid first;
     int32_t backend;
+    bool node_only;
     char reason[640];
 } pl_measure_slow;
 
 /* The slow compiled subgraphs of P (placed by PART) by the rules above
- * (EARLY: the early thresholds), measured over RUNS runs: *OUT
- * (allocated, NULL when none) and *OUT_N. Errors only for out of memory. */
-pl_status *pl_measure_slow_steps(const pl_program *p, const pl_partition *part, unsigned runs,
+ * (EARLY: the early thresholds), measured over RUNS runs, and, after a
+ * whole window (not EARLY), the slow nodes of the other subgraphs whose
+ * module timed them (ABI 1.17, compiled_times; pl_measure_node_times
+ * started it): a node whose own work's fastest run took at least
+ * PL_MEASURE_FLOOR_US, PL_MEASURE_OVER_EST times its backend's estimate
+ * for it alone and PL_MEASURE_OVER_ALT times the next backend's. A large
+ * subgraph dilutes one slow node (basic_pitch's padded 8-channel
+ * convolution in a subgraph of 40 nodes), and moving the whole subgraph
+ * would give up what runs well in it. *OUT (allocated, NULL when none) and
+ * *OUT_N. Errors only for out of memory. */
+pl_status *pl_measure_slow_steps(const pl_program *p, pl_partition *part, unsigned runs,
                                  bool early, pl_measure_slow **out, size_t *out_n);
+
+/* Starts (ON) or stops the node times of every compiled subgraph of P
+ * whose module can time its nodes (compiled_times); returns how many do.
+ * Never while P runs. */
+size_t pl_measure_node_times(pl_program *p, bool on);
+
+/* Step I of P's node times since they started, into OUT[0..min(N, CAP)),
+ * N being the step's node count, which it returns; 0 when the step is no
+ * subgraph whose module gives them. Never while P runs. */
+size_t pl_measure_step_times(const pl_program *p, size_t i, pl_node_time *out, size_t cap);
 
 /* Whether P has a slow compiled subgraph by those rules. */
 bool pl_measure_any_slow(const pl_program *p, const pl_partition *part, bool early);

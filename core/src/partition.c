@@ -1085,6 +1085,40 @@ pl_status *pl_partition_exclude_cluster(pl_partition *p, size_t c,
     return pl_part_assign(p);
 }
 
+pl_status *pl_partition_exclude_node(pl_partition *p, pl_nid n, const char *reason)
+{
+    if (n >= p->nn || p->assign[n] < 0)
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "no placed node %u", (unsigned)n);
+    size_t k = (size_t)n * p->nb + (size_t)p->assign[n];
+    p->excluded[k] = true;
+    PL_RETURN_IF_ERROR(pl_part_set_reason(p, k, "%s", reason));
+    p->pin[n] = -1;
+    return pl_part_assign(p);
+}
+
+bool pl_partition_node_weigh(pl_partition *p, pl_nid n, double *own_us, double *alt_us,
+                             int32_t *alt_backend)
+{
+    if (n >= p->nn || p->assign[n] < 0 || p->pin[n] >= 0)
+        return false;
+    size_t b = (size_t)p->assign[n];
+    pl_cost here, there;
+    if (!pl_part_estimate(p, b, &n, 1, &here))
+        return false;
+    int32_t a = -1;
+    pl_status *st = pl_part_next_backend(p, n, b, false, &a); /* (asks nothing: never fails) */
+    pl_status_free(st);
+    if (a < 0)
+        return false;
+    /* (inside its subgraph the node has no boundary of its own, as when
+     * carving) */
+    *own_us = here.compute_us + here.launch_us + pl_part_prepare_share(p, &here);
+    *alt_us = pl_part_estimate(p, (size_t)a, &n, 1, &there) ? pl_cost_total(p, &there)
+                                                            : pl_part_default(p, (size_t)a, &n, 1);
+    *alt_backend = a;
+    return true;
+}
+
 size_t pl_partition_backend_count(const pl_partition *p) { return p->nb; }
 
 const pl_part_backend *pl_partition_backend(const pl_partition *p, size_t b)

@@ -102,6 +102,19 @@ void pl_partition_destroy(pl_partition *p);
 pl_status *pl_partition_exclude_cluster(pl_partition *p, size_t c,
                                         const char *reason);
 
+/* pl_partition_exclude_cluster for node N alone: marks it as refused by
+ * the backend it is on, with REASON, and assigns again. */
+pl_status *pl_partition_exclude_node(pl_partition *p, pl_nid n, const char *reason);
+
+/* What node N, part of a subgraph, costs on its backend by that backend's
+ * estimate for it alone, without boundaries (inside its subgraph it has
+ * none), in *OWN_US; and on the first other backend that would take it
+ * (*ALT_BACKEND), by that backend's estimate or the core's default, in
+ * *ALT_US. False when its backend gives no estimate, it is pinned, or it
+ * has nowhere else to go. Asks no backend anything new. */
+bool pl_partition_node_weigh(pl_partition *p, pl_nid n, double *own_us, double *alt_us,
+                             int32_t *alt_backend);
+
 /* The result. */
 size_t pl_partition_backend_count(const pl_partition *p);
 const pl_part_backend *pl_partition_backend(const pl_partition *p, size_t b);

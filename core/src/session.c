@@ -125,6 +125,9 @@ struct pl_session {
     pl_sess_plan made;
     pl_sess_recipe recipe;
     char broken[512];
+    /* pl_session_profile_nodes(true): every plan's compiled subgraphs time
+     * their nodes, whatever measuring does. */
+    bool profiling;
 };
 
 static pl_status *pl_sess_oom(void)
@@ -688,11 +691,15 @@ static pl_status *pl_sess_plan_without(pl_session *s, const pl_measure_slow *slo
     for (size_t i = 0; st == NULL && i < n; i++) {
         /* (found again by a node: an exclusion renumbers the clusters) */
         int32_t c = pl_partition_node_cluster(s->part, slow[i].first);
-        if (c >= 0 && pl_partition_node_backend(s->part, slow[i].first) == slow[i].backend)
-            st = pl_partition_exclude_cluster(s->part, (size_t)c, slow[i].reason);
+        if (c < 0 || pl_partition_node_backend(s->part, slow[i].first) != slow[i].backend)
+            continue;
+        st = slow[i].node_only ? pl_partition_exclude_node(s->part, slow[i].first, slow[i].reason)
+                               : pl_partition_exclude_cluster(s->part, (size_t)c, slow[i].reason);
     }
     if (st == NULL)
         st = pl_sess_build(s);
+    if (st == NULL && s->profiling)
+        pl_measure_node_times(s->program, true);
     pl_status *left = st == NULL ? pl_filedata_leave(f, s->pinned, s->n_pinned)
                                  : pl_filedata_leave(f, NULL, 0);
     s->entered = false;
@@ -719,6 +726,8 @@ static pl_status *pl_sess_measure_made(pl_session *s, unsigned runs)
     size_t n = 0;
     PL_RETURN_IF_ERROR(pl_measure_slow_steps(s->program, s->part, runs,
                                              runs < PL_MEASURE_RUNS, &slow, &n));
+    if (!s->profiling)
+        pl_measure_node_times(s->program, false);
     if (n == 0) {
         atomic_store(&s->measuring, false);
         return NULL;
@@ -728,8 +737,14 @@ static pl_status *pl_sess_measure_made(pl_session *s, unsigned runs)
         pl_free(slow);
         return pl_sess_oom();
     }
-    for (size_t i = 0; i < n; i++)
-        snprintf(names[i], sizeof names[i], "%s", s->program->steps[slow[i].step].name);
+    for (size_t i = 0; i < n; i++) {
+        const pl_graph_node *node = pl_graph_get_node(s->program->g, slow[i].first);
+        if (slow[i].node_only)
+            snprintf(names[i], sizeof names[i], "node '%s' (%s) in %s", node->name, node->op,
+                     s->program->steps[slow[i].step].name);
+        else
+            snprintf(names[i], sizeof names[i], "%s", s->program->steps[slow[i].step].name);
+    }
     s->made_best_ns = atomic_load(&s->run_best_ns);
     s->made = pl_sess_plan_take(s);
     pl_status *st = pl_sess_plan_without(s, slow, n);
@@ -746,9 +761,9 @@ static pl_status *pl_sess_measure_made(pl_session *s, unsigned runs)
         s->trial = 1;
         for (size_t i = 0; i < n && ret == NULL; i++)
             if (!pl_warnings_add(&s->warnings,
-                                 "%s: %s; its nodes go to the next backends for %d runs, to "
-                                 "compare",
-                                 names[i], slow[i].reason, PL_MEASURE_RUNS))
+                                 "%s: %s; %s to the next backends for %d runs, to compare",
+                                 names[i], slow[i].reason,
+                                 slow[i].node_only ? "it goes" : "its nodes go", PL_MEASURE_RUNS))
                 ret = pl_sess_oom();
     }
     pl_free(names);
@@ -774,10 +789,11 @@ static pl_status *pl_sess_measure_trial(pl_session *s)
     atomic_store(&s->measuring, false);
     if (!pl_warnings_add(&s->warnings,
                          keep ? "measured: runs took %.3f ms at best without the slow "
-                                "subgraph(s), against %.3f with them; the new plan stays"
+                                "subgraph(s) or node(s), against %.3f with them; the new plan "
+                                "stays"
                               : "measured: runs took %.3f ms at best without the slow "
-                                "subgraph(s), against %.3f with them; the plan as made is "
-                                "back",
+                                "subgraph(s) or node(s), against %.3f with them; the plan as "
+                                "made is back",
                          trial_ms, made_ms))
         return pl_sess_oom();
     return NULL;
@@ -1009,6 +1025,8 @@ static pl_status *pl_session_create_in(pl_model *model, const pl_session_options
     atomic_store(&s->run_best_ns, UINT64_MAX);
     if (!atomic_load(&s->measuring))
         pl_sess_recipe_free(&s->recipe);
+    else
+        pl_measure_node_times(s->program, true);
     s->place = (pl_sess_place){0};
     *out_session = s;
     return NULL;
@@ -1505,6 +1523,53 @@ void pl_session_step_info(const pl_session *s, size_t i, const char **out_name,
     if (out_runs)
         *out_runs = st ? atomic_load(&st->runs) : 0;
     pl_sess_peek_end(s, held);
+}
+
+size_t pl_session_profile_nodes(pl_session *s, bool on)
+{
+    if (s != NULL && s->stage != NULL) {
+        const pl_session *pre = pl_stage_prefix(s->stage);
+        return pre ? pl_session_profile_nodes((pl_session *)pre, on) : 0;
+    }
+    if (s == NULL || s->program == NULL)
+        return 0;
+    bool held = atomic_load(&s->measuring);
+    if (held)
+        pthread_rwlock_wrlock(&s->plan_lock);
+    s->profiling = on;
+    size_t n = 0;
+    /* (the plan as made's first window still needs its node times) */
+    if (on || !atomic_load(&s->measuring) || s->trial != 0)
+        n = pl_measure_node_times(s->program, on);
+    if (held)
+        pthread_rwlock_unlock(&s->plan_lock);
+    return on ? n : 0;
+}
+
+size_t pl_session_step_nodes(const pl_session *s, size_t i, pl_node_profile *out, size_t cap)
+{
+    if (s != NULL && s->stage != NULL) {
+        const pl_session *pre = pl_stage_prefix(s->stage);
+        size_t n_pre = pre ? pl_session_step_count(pre) : 0;
+        return i < n_pre ? pl_session_step_nodes(pre, i, out, cap) : 0;
+    }
+    bool held = pl_sess_peek_begin(s);
+    size_t n = 0;
+    if (s != NULL && s->program != NULL && i < s->program->n_steps) {
+        pl_node_time *t = cap > 0 ? pl_calloc(cap, sizeof *t) : NULL;
+        if (cap == 0 || t != NULL)
+            n = pl_measure_step_times(s->program, i, t, cap);
+        const pl_graph_view *v = s->program->steps[i].view;
+        for (size_t k = 0; k < n && k < cap; k++)
+            out[k] = (pl_node_profile){.node = pl_graph_view_table.node_name(v, k),
+                                       .op = pl_graph_view_table.node_op(v, k),
+                                       .min_ns = t[k].min_ns,
+                                       .total_ns = t[k].total_ns,
+                                       .runs = t[k].runs};
+        pl_free(t);
+    }
+    pl_sess_peek_end(s, held);
+    return n;
 }
 
 size_t pl_session_warning_count(const pl_session *s)

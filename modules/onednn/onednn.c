@@ -410,6 +410,7 @@ static const pl_module_api onednn_api = {
     .export_compiled = onednn_export,
     .import_compiled = onednn_import,
     .estimate_cost = onednn_estimate_cost,
+    .compiled_times = onednn_sg_times,
 };
 
 /* The one exported symbol (see PL_MODULE_DEFINE_ENTRY in module.h). */

@@ -174,6 +174,10 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
                              const void *blob, size_t blob_bytes, pl_compiled **out_compiled);
 pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *compiled, const pl_run_args *args);
 void onednn_sg_release(pl_module_ctx *ctx, pl_compiled *compiled);
+/* compiled_times (ABI 1.17): each step's time goes to the node it
+ * computes; fused nodes and views get none. */
+int onednn_sg_times(pl_module_ctx *ctx, pl_compiled *compiled, int op, pl_node_time *out,
+                    size_t n);
 pl_status *onednn_sg_export(pl_module_ctx *ctx, pl_compiled *compiled, pl_blob_sink sink,
                             void *sink_ctx);
 

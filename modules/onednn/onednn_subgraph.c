@@ -61,6 +61,7 @@
 #include <plinth/auto_pad.h>
 #include <plinth/cost.h>
 #include <plinth/graph_hash.h>
+#include <plinth/node_times.h>
 #include <plinth/qlinear.h>
 
 #include <float.h>
@@ -3941,6 +3942,10 @@ struct pl_compiled {
     int solo_made;
     int n_team;       /* steps made for the team */
     int team_counted; /* N_TEAM is set */
+    /* Node times (onednn_sg_times, ABI 1.17): a timed run gives each
+     * step's time to the view node the step computes. The arrays are made
+     * at the first START and kept until release. */
+    pl_node_times times;
 };
 
 /* The settings a plan depends on, recorded in blobs. */
@@ -13635,6 +13640,8 @@ void onednn_sg_release(pl_module_ctx *ctx, pl_compiled *c)
     odnn_free(ctx, c->weights);
     odnn_free(ctx, c->input_value);
     odnn_free(ctx, c->output_value);
+    odnn_free(ctx, c->times.run_ns);
+    odnn_free(ctx, c->times.times);
     odnn_free(ctx, c);
 }
 
@@ -14484,6 +14491,7 @@ pl_status *onednn_sg_compile(pl_module_ctx *ctx, const pl_graph_view *subgraph,
     odnn_wino_prefetch_free(&b);
     b.c->view_hash = hash;
     b.c->hashed = hashed;
+    b.c->times.n = nodes;
     b.c->options = odnn_options(ctx);
     if (st == NULL && blob != NULL) {
         int same = imp.n_steps == (uint32_t)b.c->n_steps && imp.next == imp.n_weights &&
@@ -14877,6 +14885,59 @@ pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *
     return st;
 }
 
+/* Runs step S of C with a team of TEAM threads (SOLO: through its
+ * one-thread primitive where made). */
+static pl_status *odnn_run_step(pl_compiled *c, int s, int team, int solo)
+{
+    const struct odnn_step *step = &c->steps[s];
+    if (odnn_own_step(step, team))
+        return NULL;
+    if (step->kind == ODNN_S_ATTN) { /* Q, K, V, DST, then the mask, condition, bias */
+        void *p[7] = {NULL};
+        for (int k = 0; k < step->n_args && k < 7; k++)
+            dnnl_memory_get_data_handle(step->exec[k].memory, &p[k]);
+        const struct odnn_attn *a = step->attn;
+        int at = 4;
+        const void *mask = a->has_mask ? p[at++] : NULL;
+        const void *cond = a->has_select ? p[at++] : NULL;
+        const void *bias = a->has_bias ? p[at++] : NULL;
+        odnn_attn_run(a, p[0], p[1], p[2], mask, cond, bias, p[3], team, c->scratch);
+        return NULL;
+    }
+    if (step->kind == ODNN_S_SMM) { /* SRC, WEIGHTS, DST, and BIAS when there is one */
+        void *p[4] = {NULL};
+        for (int k = 0; k < step->n_args && k < 4; k++)
+            dnnl_memory_get_data_handle(step->exec[k].memory, &p[k]);
+        odnn_smm_run(step->smm, p[0], p[1], p[3], p[2], team, c->scratch);
+        return NULL;
+    }
+    if (step->direct != NULL) {
+        /* arguments: SRC and DST values, WEIGHTS the packed weight */
+        void *src = NULL, *dst = NULL;
+        dnnl_memory_get_data_handle(step->exec[0].memory, &src);
+        dnnl_memory_get_data_handle(step->exec[2].memory, &dst);
+        odnn_direct_run(step->direct, src, c->weights[step->ref[1]].data, dst, team, c->scratch);
+        return NULL;
+    }
+    int nargs = step->n_args + (step->scratch_mem != NULL);
+    dnnl_status_t ds;
+    if (solo && step->solo != NULL) {
+        dnnl_exec_arg_t ex[ODNN_MAX_ARGS + 1];
+        memcpy(ex, step->exec, (size_t)step->n_args * sizeof *ex);
+        nargs = step->n_args;
+        if (step->solo_scratch != NULL)
+            ex[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, step->solo_scratch};
+        ds = dnnl_primitive_execute(step->solo, c->stream, nargs, ex);
+    } else {
+        ds = step->slice > 0 ? odnn_run_slices(c, step)
+                             : dnnl_primitive_execute(step->prim, c->stream, nargs, step->exec);
+    }
+    if (ds != dnnl_success)
+        return odnn_error(PL_CODE_INTERNAL, "onednn: run: primitive %d of %d failed: %s", s,
+                          c->n_steps, dnnl_status2str(ds));
+    return NULL;
+}
+
 /* Runs C, its temporaries bound to a run buffer (onednn_sg_run checked
  * that C and ARGS are given); SOLO: every step on one thread, through the
  * one-thread primitives where made. */
@@ -14915,56 +14976,24 @@ static pl_status *odnn_run_bound(pl_module_ctx *ctx, pl_compiled *c, const pl_ru
         omp_set_num_threads(threads);
     odnn_team_yields(threads);
     int team = threads;
+    pl_node_times_run_begin(&c->times);
+    uint64_t t = c->times.timing ? pl_node_times_now() : 0;
     for (int s = 0; s < c->n_steps; s++) {
         const struct odnn_step *step = &c->steps[s];
         int want = solo ? 1 : step->threads > 0 ? step->threads : threads;
         if (want != team)
             omp_set_num_threads(team = want);
-        if (odnn_own_step(step, team))
-            continue;
-        if (step->kind == ODNN_S_ATTN) { /* Q, K, V, DST, then the mask, condition, bias */
-            void *p[7] = {NULL};
-            for (int k = 0; k < step->n_args && k < 7; k++)
-                dnnl_memory_get_data_handle(step->exec[k].memory, &p[k]);
-            const struct odnn_attn *a = step->attn;
-            int at = 4;
-            const void *mask = a->has_mask ? p[at++] : NULL;
-            const void *cond = a->has_select ? p[at++] : NULL;
-            const void *bias = a->has_bias ? p[at++] : NULL;
-            odnn_attn_run(a, p[0], p[1], p[2], mask, cond, bias, p[3], team, c->scratch);
-            continue;
+        pl_status *st = odnn_run_step(c, s, team, solo);
+        if (st != NULL) {
+            if (team != threads)
+                omp_set_num_threads(threads);
+            return st;
         }
-        if (step->kind == ODNN_S_SMM) { /* SRC, WEIGHTS, DST, and BIAS when there is one */
-            void *p[4] = {NULL};
-            for (int k = 0; k < step->n_args && k < 4; k++)
-                dnnl_memory_get_data_handle(step->exec[k].memory, &p[k]);
-            odnn_smm_run(step->smm, p[0], p[1], p[3], p[2], team, c->scratch);
-            continue;
+        if (c->times.timing) {
+            uint64_t now = pl_node_times_now();
+            pl_node_times_add(&c->times, step->node, now - t);
+            t = now;
         }
-        if (step->direct != NULL) {
-            /* arguments: SRC and DST values, WEIGHTS the packed weight */
-            void *src = NULL, *dst = NULL;
-            dnnl_memory_get_data_handle(step->exec[0].memory, &src);
-            dnnl_memory_get_data_handle(step->exec[2].memory, &dst);
-            odnn_direct_run(step->direct, src, c->weights[step->ref[1]].data, dst, team, c->scratch);
-            continue;
-        }
-        int nargs = step->n_args + (step->scratch_mem != NULL);
-        dnnl_status_t ds;
-        if (solo && step->solo != NULL) {
-            dnnl_exec_arg_t ex[ODNN_MAX_ARGS + 1];
-            memcpy(ex, step->exec, (size_t)step->n_args * sizeof *ex);
-            nargs = step->n_args;
-            if (step->solo_scratch != NULL)
-                ex[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, step->solo_scratch};
-            ds = dnnl_primitive_execute(step->solo, c->stream, nargs, ex);
-        } else {
-            ds = step->slice > 0 ? odnn_run_slices(c, step)
-                                 : dnnl_primitive_execute(step->prim, c->stream, nargs, step->exec);
-        }
-        if (ds != dnnl_success)
-            return odnn_error(PL_CODE_INTERNAL, "onednn: run: primitive %d of %d failed: %s", s,
-                              c->n_steps, dnnl_status2str(ds));
     }
     if (team != threads)
         omp_set_num_threads(threads);
@@ -14972,7 +15001,29 @@ static pl_status *odnn_run_bound(pl_module_ctx *ctx, pl_compiled *c, const pl_ru
     if (ds != dnnl_success)
         return odnn_error(PL_CODE_INTERNAL, "onednn: run: stream wait failed: %s",
                           dnnl_status2str(ds));
+    pl_node_times_run_end(&c->times);
     return NULL;
+}
+
+/* ---- node times (ABI 1.17) ------------------------------------------------------- */
+
+int onednn_sg_times(pl_module_ctx *ctx, pl_compiled *c, int op, pl_node_time *out, size_t n)
+{
+    if (c == NULL)
+        return 0;
+    pl_node_times *t = &c->times;
+    if (op == PL_TIMES_START && t->times == NULL) {
+        size_t k = t->n > 0 ? t->n : 1;
+        t->run_ns = onednn_host->host_alloc(ctx->host_ctx, k * sizeof *t->run_ns, 0);
+        t->times = onednn_host->host_alloc(ctx->host_ctx, k * sizeof *t->times, 0);
+        if (t->run_ns == NULL || t->times == NULL) {
+            odnn_free(ctx, t->run_ns);
+            odnn_free(ctx, t->times);
+            t->run_ns = NULL;
+            t->times = NULL;
+        }
+    }
+    return pl_node_times_op(t, op, out, n);
 }
 
 /* ---- export ------------------------------------------------------------------ */

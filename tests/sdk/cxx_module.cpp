@@ -8,6 +8,7 @@
 #include <plinth/cost.h>
 #include <plinth/graph_hash.h>
 #include <plinth/module.h>
+#include <plinth/node_times.h>
 #include <plinth/qlinear.h>
 #include <plinth/work_pool.h>
 

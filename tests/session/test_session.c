@@ -3881,22 +3881,36 @@ static void case_cpu_fuse_examples_cnn(void)
 
 /* ---- device memory that fails (tests/fixtures/devmem_module.c) ------------- */
 
-/* A runtime on cpu and the fx_devmem fixture, placed first. */
-static pl_runtime *devmem_runtime(const char *section)
+/* A runtime on the staged cpu and json modules and the fixture modules
+ * FIXTURES (file names in the fixture folder, NULL-terminated), in a
+ * folder of their own: its backend.ini names that folder and 2 threads,
+ * then FMT's text. */
+static pl_runtime *fixture_runtime(const char *const *fixtures, const char *fmt, ...)
 {
     const char *dir = th_path(th_tempdir(), "mods");
     th_mkdir(dir, 0755);
     th_copy_file(th_path(th_arg(0), "libplinth_cpu.so"), th_path(dir, "libplinth_cpu.so"), 0644);
     th_copy_file(th_path(th_arg(0), "libplinth_json.so"), th_path(dir, "libplinth_json.so"), 0644);
-    th_copy_file(th_path(th_arg(3), "fx_devmem.so"), th_path(dir, "fx_devmem.so"), 0644);
+    for (size_t i = 0; fixtures[i] != NULL; i++)
+        th_copy_file(th_path(th_arg(3), fixtures[i]), th_path(dir, fixtures[i]), 0644);
     const char *ini = th_path(th_tempdir(), "backend.ini");
     FILE *f = fopen(ini, "w");
     TH_CHECK(f != NULL, "cannot write %s", ini);
-    fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\n[placement]\norder = fx_devmem, cpu\n"
-               "[fx_devmem]\n%s\n", dir, section);
+    fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\n", dir);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
     fclose(f);
     pl_runtime_options o = th_options(ini);
     return th_runtime_create(&o);
+}
+
+/* A runtime on cpu and the fx_devmem fixture, placed first. */
+static pl_runtime *devmem_runtime(const char *section)
+{
+    return fixture_runtime((const char *[]){"fx_devmem.so", NULL},
+                           "[placement]\norder = fx_devmem, cpu\n[fx_devmem]\n%s\n", section);
 }
 
 /* y = relu(x + c), x and c of 2x8 f32, c a constant: on fx_devmem, c is
@@ -4200,24 +4214,13 @@ static void case_pin_bad_device(void)
  * or fx_serial), placed first, with SLEEP_US in its section. */
 static pl_runtime *thread_fixture_runtime(const char *fixture, int sleep_us)
 {
-    const char *dir = th_path(th_tempdir(), "mods");
-    th_mkdir(dir, 0755);
-    th_copy_file(th_path(th_arg(0), "libplinth_cpu.so"), th_path(dir, "libplinth_cpu.so"), 0644);
-    th_copy_file(th_path(th_arg(0), "libplinth_json.so"), th_path(dir, "libplinth_json.so"), 0644);
     char file[64];
     snprintf(file, sizeof file, "%s.so", fixture);
-    th_copy_file(th_path(th_arg(3), file), th_path(dir, file), 0644);
-    const char *ini = th_path(th_tempdir(), "backend.ini");
-    FILE *f = fopen(ini, "w");
-    TH_CHECK(f != NULL, "cannot write %s", ini);
     /* choose = first: the fixture gives no estimate, and the tiny model
      * must reach it whatever a hand-off is thought to cost. */
-    fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\n[placement]\norder = %s, cpu\n"
-               "choose = first\n[%s]\nsleep_us = %d\n",
-            dir, fixture, fixture, sleep_us);
-    fclose(f);
-    pl_runtime_options o = th_options(ini);
-    return th_runtime_create(&o);
+    return fixture_runtime((const char *[]){file, NULL},
+                           "[placement]\norder = %s, cpu\nchoose = first\n[%s]\nsleep_us = %d\n",
+                           fixture, fixture, sleep_us);
 }
 
 /* x -> Relu r1 (the fixture) -> Sigmoid s (cpu) -> Relu r2 (the fixture)
@@ -4392,24 +4395,15 @@ static void case_serial_sequential(void)
  * them, estimating 0 us too and sleeping that long. */
 static pl_runtime *measure_runtime2(int sleep_us, const char *placement, int next_sleep_us)
 {
-    const char *dir = th_path(th_tempdir(), "mods");
-    th_mkdir(dir, 0755);
-    th_copy_file(th_path(th_arg(0), "libplinth_cpu.so"), th_path(dir, "libplinth_cpu.so"), 0644);
-    th_copy_file(th_path(th_arg(0), "libplinth_json.so"), th_path(dir, "libplinth_json.so"), 0644);
-    th_copy_file(th_path(th_arg(3), "fx_serial.so"), th_path(dir, "fx_serial.so"), 0644);
+    char next[64] = "";
     if (next_sleep_us >= 0)
-        th_copy_file(th_path(th_arg(3), "fx_serial2.so"), th_path(dir, "fx_serial2.so"), 0644);
-    const char *ini = th_path(th_tempdir(), "backend.ini");
-    FILE *f = fopen(ini, "w");
-    TH_CHECK(f != NULL, "cannot write %s", ini);
-    fprintf(f, "[runtime]\nmodules = %s\nthreads = 2\n[placement]\norder = fx_serial, %scpu\n"
-               "choose = cost\n%s\n[fx_serial]\nsleep_us = %d\nestimate_us = 0\n",
-            dir, next_sleep_us >= 0 ? "fx_serial2, " : "", placement, sleep_us);
-    if (next_sleep_us >= 0)
-        fprintf(f, "[fx_serial2]\nsleep_us = %d\nestimate_us = 0\n", next_sleep_us);
-    fclose(f);
-    pl_runtime_options o = th_options(ini);
-    return th_runtime_create(&o);
+        snprintf(next, sizeof next, "[fx_serial2]\nsleep_us = %d\nestimate_us = 0\n",
+                 next_sleep_us);
+    return fixture_runtime(
+        (const char *[]){"fx_serial.so", next_sleep_us >= 0 ? "fx_serial2.so" : NULL, NULL},
+        "[placement]\norder = fx_serial, %scpu\nchoose = cost\n%s\n[fx_serial]\nsleep_us = %d\n"
+        "estimate_us = 0\n%s",
+        next_sleep_us >= 0 ? "fx_serial2, " : "", placement, sleep_us, next);
 }
 
 static pl_runtime *measure_runtime(int sleep_us, const char *placement)
@@ -4591,6 +4585,174 @@ static void case_measure_keeps(void)
     measure_stays(3000, "choose = first", PL_OPTION_KEEP);
 }
 
+/* A runtime for a slow node inside a fixture subgraph, under choose =
+ * cost with PLACEMENT's lines: fx_serial, then fx_serial2, then cpu. The
+ * fixtures estimate 1000 (fx_serial) and 2000 (fx_serial2) us a node and
+ * 10 for r2, so fx_serial takes a whole chain and its 3 ms runs are not
+ * slow for the subgraph (1.2 ms an estimated node); fx_serial's subgraph
+ * that holds r2 sleeps 3 ms a run and, with NODE_TIMES, its node times
+ * give that to r2; fx_serial2 never sleeps. */
+static pl_runtime *slow_node_runtime(int node_times, const char *placement)
+{
+    return fixture_runtime((const char *[]){"fx_serial.so", "fx_serial2.so", NULL},
+                           "[placement]\norder = fx_serial, fx_serial2, cpu\nchoose = cost\n%s\n"
+                           "[fx_serial]\nsleep_us = 3000\nnode_estimate_us = 1000\n"
+                           "slow_node = r2\nslow_estimate_us = 10\nnode_times = %d\n"
+                           "[fx_serial2]\nnode_estimate_us = 2000\nslow_node = r2\n"
+                           "slow_estimate_us = 10\n",
+                           placement, node_times);
+}
+
+/* Six Relu nodes r0..r5 in a chain from x [4, 8] to y. */
+static const char *write_relu_chain(void)
+{
+    char json[2048];
+    size_t len = (size_t)snprintf(
+        json, sizeof json,
+        "{\"format\":\"plinth-graph\",\"version\":1,"
+        "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
+        "\"inputs\":[\"x\"],\"outputs\":[\"y\"],"
+        "\"tensors\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[4,8]}],\"nodes\":[");
+    for (int i = 0; i < 6; i++) {
+        char in[8] = "x", out[8] = "y";
+        if (i > 0)
+            snprintf(in, sizeof in, "t%d", i - 1);
+        if (i < 5)
+            snprintf(out, sizeof out, "t%d", i);
+        len += (size_t)snprintf(json + len, sizeof json - len,
+                                "%s{\"name\":\"r%d\",\"op\":\"Relu\",\"inputs\":[\"%s\"],"
+                                "\"outputs\":[\"%s\"]}",
+                                i ? "," : "", i, in, out);
+    }
+    snprintf(json + len, sizeof json - len, "]}");
+    return write_text("relu_chain.json", json);
+}
+
+static void run_relu_chain(pl_session *s)
+{
+    float x[EW_N], y[EW_N];
+    fill(x, EW_N, 17, 2.0f);
+    for (int i = 0; i < EW_N; i++)
+        y[i] = relu_f(x[i]);
+    const char *names[1] = {"y"};
+    const float *want[1] = {y};
+    size_t n[1] = {EW_N};
+    run_expect(s, x, 2, ew_dims, 1, names, want, n, 0.0f);
+}
+
+/* Checks that of the chain's nodes, r2 runs on AWAY (NULL: any backend but
+ * fx_serial) and the others on fx_serial. */
+static void expect_chain_on(pl_session *s, const char *away)
+{
+    json_t *root = th_explain(s);
+    for (int i = 0; i < 6; i++) {
+        char node[8];
+        snprintf(node, sizeof node, "r%d", i);
+        const char *b = backend_of(root, node);
+        bool ok = i != 2 ? strcmp(b, "fx_serial") == 0
+                         : away ? strcmp(b, away) == 0 : strcmp(b, "fx_serial") != 0;
+        TH_CHECK(ok, "%s runs on %s", node, b);
+    }
+    json_decref(root);
+}
+
+/* A slow node inside a subgraph that is not slow as a whole: its module's
+ * node times (ABI 1.17) put 3 ms a run on r2, estimated at 10 us, so r2
+ * alone is tried elsewhere after the first 10 runs, and stays there after
+ * 10 more, which were faster; the rest of the chain stays on fx_serial,
+ * split around it. */
+static void case_measure_moves_node(void)
+{
+    pl_runtime *rt = slow_node_runtime(1, "");
+    pl_session *s = session_for(rt, write_relu_chain());
+    for (int i = 0; i < PL_TEST_MEASURE_RUNS; i++)
+        run_relu_chain(s);
+    expect_chain_on(s, NULL);
+    TH_CHECK(warnings_with(s, "node 'r2' (Relu) in subgraph") == 1 &&
+                 warnings_with(s, "measured: the subgraph") == 0,
+             "the warnings do not name r2 alone: %s",
+             pl_session_warning_count(s) ? pl_session_warning(s, 0) : "(none)");
+    json_t *root = th_explain(s);
+    const char *why = json_string_value(
+        json_object_get(json_object_get(th_placement_of(root, "r2"), "reasons"), "fx_serial"));
+    TH_CHECK(why != NULL && strstr(why, "its own work ran 3.") != NULL &&
+                 strstr(why, "over the session's first 10 runs") != NULL,
+             "fx_serial's reason for r2: %s", why ? why : "(none)");
+    json_decref(root);
+    for (int i = 0; i < PL_TEST_MEASURE_RUNS; i++)
+        run_relu_chain(s);
+    expect_warned_once(s, "the new plan stays");
+    expect_chain_on(s, NULL);
+    long fx = thread_counter(rt, "fx_serial", "runs");
+    TH_CHECK(fx == PL_TEST_MEASURE_RUNS * 3, "fx_serial ran %ld subgraphs, expected %d (one, then "
+             "two a run)", fx, PL_TEST_MEASURE_RUNS * 3);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
+/* Without node times (the module's compiled_times answers 0) the same
+ * subgraph stays whole where it is; so it does with measure = no. */
+static void case_measure_node_needs_times(void)
+{
+    const char *cases[2][2] = {{"0", ""}, {"1", "measure = no"}};
+    for (int c = 0; c < 2; c++) {
+        pl_runtime *rt = slow_node_runtime(atoi(cases[c][0]), cases[c][1]);
+        pl_session *s = session_for(rt, write_relu_chain());
+        for (int i = 0; i < 2 * PL_TEST_MEASURE_RUNS; i++)
+            run_relu_chain(s);
+        expect_chain_on(s, "fx_serial");
+        TH_CHECK(warnings_with(s, "measured") == 0, "case %d: measured: %s", c,
+                 pl_session_warning(s, 0));
+        pl_session_destroy(s);
+        pl_runtime_destroy(rt);
+    }
+}
+
+/* pl_session_profile_nodes and pl_session_step_nodes: the fixture's
+ * subgraph gives its runs' time to r2 while profiled, and nothing once
+ * stopped; a cpu step has no node times. */
+static void case_profile_nodes(void)
+{
+    pl_runtime *rt = slow_node_runtime(1, "measure = no");
+    pl_session *s = session_for(rt, write_relu_chain());
+    run_relu_chain(s);
+    TH_CHECK(pl_session_step_nodes(s, 0, NULL, 0) == 0, "node times before profiling");
+    TH_CHECK(pl_session_profile_nodes(s, true) == 1, "not one subgraph timing its nodes");
+    for (int i = 0; i < 4; i++)
+        run_relu_chain(s);
+    size_t step = SIZE_MAX;
+    for (size_t i = 0; i < pl_session_step_count(s); i++) {
+        const char *backend;
+        pl_session_step_info(s, i, NULL, &backend, NULL, NULL);
+        if (strcmp(backend, "fx_serial") == 0)
+            step = i;
+        else
+            TH_CHECK(pl_session_step_nodes(s, i, NULL, 0) == 0, "step %zu on %s has node times",
+                     i, backend);
+    }
+    TH_CHECK(step != SIZE_MAX, "no fx_serial step");
+    pl_node_profile t[8];
+    TH_CHECK(pl_session_step_nodes(s, step, t, 8) == 6, "not 6 nodes");
+    for (int i = 0; i < 6; i++) {
+        char node[8];
+        snprintf(node, sizeof node, "r%d", i);
+        TH_CHECK(strcmp(t[i].node, node) == 0 && strcmp(t[i].op, "Relu") == 0 && t[i].runs == 4,
+                 "node %d: %s (%s), %llu runs", i, t[i].node, t[i].op,
+                 (unsigned long long)t[i].runs);
+        TH_CHECK(i == 2 ? t[i].min_ns >= 3000000 && t[i].total_ns >= 4 * t[i].min_ns
+                        : t[i].total_ns == 0,
+                 "%s: %llu ns at best, %llu in all", node, (unsigned long long)t[i].min_ns,
+                 (unsigned long long)t[i].total_ns);
+    }
+    TH_CHECK(pl_session_step_nodes(s, step, t, 2) == 6, "the count depends on the room given");
+    TH_CHECK(pl_session_profile_nodes(s, false) == 0, "stopping answered subgraphs");
+    run_relu_chain(s);
+    TH_CHECK(pl_session_step_nodes(s, step, t, 8) == 6 && t[2].runs == 4,
+             "a run after stopping was timed (%llu runs)", (unsigned long long)t[2].runs);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
 /* Four threads run one session through the measured runs at once: the
  * run that completes them plans again while the others wait or finish
  * (those in flight end on the old plan), every output is right, and
@@ -4685,6 +4847,9 @@ int main(int argc, char **argv)
         {"measure_staged", case_measure_staged},
         {"measure_keeps", case_measure_keeps},
         {"measure_threads", case_measure_threads},
+        {"measure_moves_node", case_measure_moves_node},
+        {"measure_node_needs_times", case_measure_node_needs_times},
+        {"profile_nodes", case_profile_nodes},
     };
     return th_main(argc, argv, cases, sizeof cases / sizeof cases[0], 4,
                    "STAGE_DIR CUSTOM_MODULE_FILE SOURCE_DIR FUSE_FIXTURE_DIR");

@@ -639,6 +639,36 @@ PL_API void pl_session_step_info(const pl_session *session, size_t i,
                                  const char **out_backend,
                                  uint64_t *out_total_ns, uint64_t *out_runs);
 
+/* Where the time of compiled subgraphs goes, node by node (a module with
+ * ABI 1.17's compiled_times: the onednn module): with ON, each compiled
+ * subgraph of the session's plan that can times its nodes from the next
+ * run on, forgetting what it kept before; without, they stop. Returns how
+ * many subgraphs time their nodes (0 when stopping). The times follow the
+ * plan: a plan made again after measured runs ([placement] measure) times
+ * its nodes from its first run. Of a staged session, the steps planned at
+ * creation are timed. Call it while no run of the session is under way:
+ * it does not wait for runs in flight. */
+PL_API size_t pl_session_profile_nodes(pl_session *session, bool on);
+
+/* One node's share of a compiled subgraph's timed runs. The module gives
+ * each piece of its work to the node it computes; a node whose work it
+ * folded into another node's (a fused activation, a reshape) has 0. */
+typedef struct pl_node_profile {
+    const char *node;  /* the model's node name, valid while the step is */
+    const char *op;
+    uint64_t min_ns;   /* its work in the fastest timed run */
+    uint64_t total_ns; /* its work over all timed runs */
+    uint64_t runs;     /* the timed runs */
+} pl_node_profile;
+
+/* Step I's node times (pl_session_step_info's steps), when it is a
+ * compiled subgraph that times its nodes: fills OUT[0..min(count, CAP))
+ * in the subgraph's node order and returns the count; 0 otherwise. CAP 0
+ * asks for the count. Like pl_session_profile_nodes, not while a run of
+ * the session is under way. */
+PL_API size_t pl_session_step_nodes(const pl_session *session, size_t i, pl_node_profile *out,
+                                    size_t cap);
+
 /* Warnings of session creation (a compile that fell back), one line each. */
 PL_API size_t pl_session_warning_count(const pl_session *session);
 PL_API const char *pl_session_warning(const pl_session *session, size_t i);

@@ -60,9 +60,11 @@ extern "C" {
  *   1.15 pl_graph_api.compile_exported (whether the core will export what
  *        compile makes of a view: a compile may skip hashing it when not);
  *   1.16 pl_graph_api.compile_repeated (whether the core will compile views
- *        of the same constants again: a staged session's tails). */
+ *        of the same constants again: a staged session's tails);
+ *   1.17 pl_module_api.compiled_times and pl_node_time (where a compiled
+ *        subgraph's time goes, node by node). */
 #define PL_ABI_MAJOR 1
-#define PL_ABI_MINOR 16
+#define PL_ABI_MINOR 17
 
 /* The header that opens every versioned struct. struct_size is sizeof the
  * struct as its writer compiled it; abi_major/abi_minor is the writer's SDK. */

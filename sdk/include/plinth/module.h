@@ -281,6 +281,24 @@ typedef struct pl_kernel pl_kernel;
 /* A compiled subgraph (symbolic mode), owned by the module. */
 typedef struct pl_compiled pl_compiled;
 
+/* One node's share of a compiled subgraph's timed runs (ABI 1.17,
+ * compiled_times). The module gives each piece of its work (a primitive,
+ * a reorder, a kernel of its own) to the node it computes; a node whose
+ * work is folded into another's (a fused activation, a reshape of a view)
+ * has 0 in both times. */
+typedef struct pl_node_time {
+    uint64_t min_ns;   /* its work's time in the fastest of the timed runs */
+    uint64_t total_ns; /* its work's time over all timed runs */
+    uint64_t runs;     /* the timed runs (the same for every node) */
+} pl_node_time;
+
+/* compiled_times' operations. */
+typedef enum pl_times_op {
+    PL_TIMES_START = 1,
+    PL_TIMES_READ = 2,
+    PL_TIMES_STOP = 3
+} pl_times_op;
+
 /* Capability flags of a module. */
 typedef enum pl_capability {
     PL_CAP_IMPERATIVE = 1u << 0,   /* get_kernel, kernel_run, kernel_release */
@@ -672,6 +690,23 @@ typedef struct pl_module_api {
      * with a diagnostic that names it; calls to one module are serialised
      * with its configure. NULL: no vendor functions. */
     const pl_extension *(*extensions)(pl_module_ctx *ctx, size_t *out_n);
+
+    /* ---- ABI 1.17 ---- */
+
+    /* optional: where a compiled subgraph's time goes, node by node, for the
+     * core's check of a placement against measured runs ([placement]
+     * measure) and for profiles (`plinth run --nodes`). OP is one of
+     * pl_times_op: START times COMPILED's runs from the next one on,
+     * forgetting what earlier timing kept; READ fills OUT[0..N), N being
+     * the node count of the view COMPILED was made from (node i of the
+     * view is OUT[i]), with what was kept since START; STOP ends timing.
+     * Returns 1, or 0 when it cannot (OUT is then untouched: a blob it
+     * cannot map to nodes, N not the view's count, READ before START). The
+     * core never calls it while COMPILED runs, nor twice at once for one
+     * COMPILED. Timing must cost a run little (a clock read a step) and
+     * nothing once stopped. NULL: no node times. */
+    int (*compiled_times)(pl_module_ctx *ctx, pl_compiled *compiled, int op,
+                          pl_node_time *out, size_t n);
 } pl_module_api;
 
 /* The struct_size of a complete ABI 1.0 module table. The core refuses a
@@ -688,6 +723,10 @@ typedef struct pl_module_api {
 /* ... and of an ABI 1.4 table (extensions). */
 #define PL_MODULE_API_SIZE_1_4 \
     (offsetof(pl_module_api, extensions) + sizeof(void (*)(void)))
+/* ... and of an ABI 1.17 table (compiled_times; 1.5-1.16 added nothing
+ * here). */
+#define PL_MODULE_API_SIZE_1_17 \
+    (offsetof(pl_module_api, compiled_times) + sizeof(void (*)(void)))
 
 /* ---- the entry point -------------------------------------------------- */
 
