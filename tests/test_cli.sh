@@ -402,6 +402,33 @@ run_measured)
     [ "$rc" -eq 0 ] && ! grep -q "measured" "$tmp/err" && grep -q "(fx_serial, 1 nodes from 'act')" "$tmp/out" ||
         { show; fail "with measure = no the plan changed"; }
     ;;
+run_nodes)
+    # run --nodes: a compiled subgraph of onednn lists its nodes' times
+    # under its step (ABI 1.17's compiled_times); fx_serial gives its runs'
+    # 3 ms to its one node; a plan of cpu kernels has nothing to list.
+    need_stage
+    write_order_ini od "onednn, cpu"
+    printf 'choose = first\n' >>"$tmp/od.ini"
+    run run "$examples/mlp/model.json" --config "$tmp/od.ini" --runs 5 --nodes
+    [ "$rc" -eq 0 ] || { show; fail "run --nodes exited $rc"; }
+    grep -q "^ *[0-9.]* ms  onednn  *subgraph 0 (onednn, " "$tmp/out" ||
+        { show; fail "the model did not run on onednn"; }
+    grep -q "^    *[0-9.]* ms    fc1 (Gemm)$" "$tmp/out" && grep -q "^    *[0-9.]* ms    fc2 (Gemm)$" "$tmp/out" ||
+        { show; fail "the subgraph's nodes are not listed"; }
+    grep -q "node(s) folded into the others' work" "$tmp/out" ||
+        { show; fail "the fused nodes are not counted"; }
+    serial="$(dirname "$devmem")/fx_serial.so"
+    [ -f "$serial" ] || fail "no fx_serial fixture beside $devmem"
+    fixture_relu "$serial" 'order = fx_serial, cpu\n[fx_serial]\nsleep_us = 3000'
+    run run "$tmp/relu.json" --config "$tmp/backend.ini" --runs 3 --nodes
+    [ "$rc" -eq 0 ] || { show; fail "run --nodes on fx_serial exited $rc"; }
+    grep -q "^       3\.[0-9]* ms    act (Relu)$" "$tmp/out" || { show; fail "act's 3 ms are not listed"; }
+    write_order_ini cpu cpu
+    run run "$examples/mlp/model.json" --config "$tmp/cpu.ini" --runs 2 --nodes
+    [ "$rc" -eq 0 ] || { show; fail "run --nodes on cpu exited $rc"; }
+    grep -q "^plinth: --nodes: no compiled subgraph of this plan times its nodes$" "$tmp/err" ||
+        { show; fail "no word that nothing times its nodes"; }
+    ;;
 explain_shape|bench_shape)
     # x is [?,64]: without --shape nothing can be planned.
     need_python

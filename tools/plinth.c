@@ -60,14 +60,16 @@ static void usage(FILE *f)
             "  convert MODEL OUT.json        write a model (e.g. .onnx) in Plinth's JSON format,\n"
             "                                weights in OUT.weights beside it\n"
             "  run MODEL [--input NAME=FILE.npy|FILE.bin ...] [--shape NAME=D0,D1,...]\n"
-            "            [--output-dir DIR] [--runs N] [--warmup N]\n"
+            "            [--output-dir DIR] [--runs N] [--warmup N] [--nodes]\n"
             "                                run a model: inputs from .npy (or raw .bin of the\n"
             "                                declared type), random with a fixed seed when not\n"
             "                                given; prints each output's dtype, shape and first\n"
             "                                values and the time of each step; --output-dir\n"
             "                                (made if missing) writes <output name>.npy\n"
             "                                (bf16 as float32); --warmup runs first, left\n"
-            "                                out of the step times\n"
+            "                                out of the step times; --nodes also times the\n"
+            "                                nodes inside compiled subgraphs whose module\n"
+            "                                can say (onednn) and lists them under their step\n"
             "  configure MODULE [KEY=VALUE ...]\n"
             "                                call the module's configure with those keys (none:\n"
             "                                a query) and print every key = value it reports\n"
@@ -283,6 +285,7 @@ typedef struct model_args {
     int runs, warmup;
     bool warmup_given;           /* run: warm-up runs only when asked */
     bool json;
+    bool nodes;                  /* run: node times inside compiled subgraphs */
 } model_args;
 
 /* An input shape to bind before the session is made. */
@@ -795,6 +798,42 @@ static int write_output(const char *dir, const pl_io *o)
     return 0;
 }
 
+static int cmp_node_total(const void *a, const void *b)
+{
+    const pl_node_profile *x = a, *y = b;
+    return x->total_ns < y->total_ns ? 1 : x->total_ns > y->total_ns ? -1 : 0;
+}
+
+/* Step I's nodes, the slowest first, by their mean time a timed run (run
+ * --nodes); the nodes folded into others' work are counted, and what the
+ * step took beyond its nodes' work (STEP_MS a run: the module's own work
+ * around them, handing the step to its thread) is shown. */
+static void print_step_nodes(const pl_session *session, size_t i, double step_ms)
+{
+    size_t n = pl_session_step_nodes(session, i, NULL, 0);
+    pl_node_profile *t = n ? calloc(n, sizeof *t) : NULL;
+    if (t == NULL)
+        return;
+    n = pl_session_step_nodes(session, i, t, n);
+    qsort(t, n, sizeof *t, cmp_node_total);
+    size_t folded = 0;
+    double nodes_ms = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (t[k].total_ns == 0) {
+            folded++;
+            continue;
+        }
+        double ms = t[k].runs ? (double)t[k].total_ns / 1e6 / (double)t[k].runs : 0.0;
+        nodes_ms += ms;
+        printf("    %8.3f ms    %s (%s)\n", ms, t[k].node, t[k].op);
+    }
+    if (step_ms > nodes_ms)
+        printf("    %8.3f ms    (the step beyond its nodes' work)\n", step_ms - nodes_ms);
+    if (folded > 0)
+        printf("    %zu node(s) folded into the others' work\n", folded);
+    free(t);
+}
+
 static int cmd_run(const model_args *a)
 {
     pl_runtime *rt;
@@ -845,6 +884,9 @@ static int cmd_run(const model_args *a)
         if (r == warmup)
             for (size_t i = 0; i < n_steps; i++)
                 pl_session_step_info(session, i, NULL, NULL, &warm_ns[i], &warm_runs[i]);
+        if (r == warmup && a->nodes && pl_session_profile_nodes(session, true) == 0)
+            fprintf(stderr, "plinth: --nodes: no compiled subgraph of this plan times its "
+                            "nodes\n");
         for (size_t o = 0; o < n_out; o++) {
             pl_buffer_free(outputs[o].tensor.data);
             memset(&outputs[o], 0, sizeof outputs[o]);
@@ -893,8 +935,10 @@ static int cmd_run(const model_args *a)
                 ns -= warm_ns[i];
                 count -= warm_runs[i];
             }
-            printf("  %8.3f ms  %-10s %s\n", count ? (double)ns / 1e6 / (double)count : 0.0,
-                   backend, name);
+            double ms = count ? (double)ns / 1e6 / (double)count : 0.0;
+            printf("  %8.3f ms  %-10s %s\n", ms, backend, name);
+            if (a->nodes)
+                print_step_nodes(session, i, ms);
         }
     }
     free(warm_ns);
@@ -1350,7 +1394,7 @@ int main(int argc, char **argv)
     int runs = -1;
     int warmup = 10;
     bool warmup_given = false;
-    bool json = false, strict = false;
+    bool json = false, strict = false, nodes = false;
     const char *rest[PL_EXTENSION_MAX_PARAMS + 68];
     check_module_args check_args = {.device = -1, .node_tests = true};
     const char *tests[64];
@@ -1452,6 +1496,8 @@ int main(int argc, char **argv)
             check_args.node_tests = false;
         } else if (strcmp(a, "--json") == 0) {
             json = true;
+        } else if (strcmp(a, "--nodes") == 0) {
+            nodes = true;
         } else if (strcmp(a, "--strict") == 0) {
             strict = true;
         } else if (a[0] == '-') {
@@ -1497,7 +1543,7 @@ int main(int argc, char **argv)
                         .n_input_args = n_input_args, .shape_args = shape_args,
                         .n_shape_args = n_shape_args, .output_dir = output_dir,
                         .runs = runs, .warmup = warmup, .warmup_given = warmup_given,
-                        .json = json};
+                        .json = json, .nodes = nodes};
     if (strcmp(command, "explain") == 0) {
         if (operand == NULL) {
             fprintf(stderr, "plinth: explain needs a model file (see plinth --help)\n");

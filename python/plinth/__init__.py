@@ -958,7 +958,9 @@ class Session(_Handle):
                 for i in range(N.session_warning_count(h))]
 
     def steps(self):
-        """The steps of a run: dicts with name, backend, runs and total_ns."""
+        """The steps of a run: dicts with name, backend, runs and total_ns; a compiled
+        subgraph whose nodes are timed (profile_nodes) also has "nodes", a list of
+        dicts with node, op, min_ns, total_ns and runs in the subgraph's order."""
         h = self._handle()
         out = []
         for i in range(N.session_step_count(h)):
@@ -966,9 +968,23 @@ class Session(_Handle):
             ns, runs = ctypes.c_uint64(), ctypes.c_uint64()
             N.session_step_info(h, i, ctypes.byref(name), ctypes.byref(backend),
                                 ctypes.byref(ns), ctypes.byref(runs))
-            out.append({"name": name.value.decode(), "backend": backend.value.decode(),
-                        "runs": runs.value, "total_ns": ns.value})
+            step = {"name": name.value.decode(), "backend": backend.value.decode(),
+                    "runs": runs.value, "total_ns": ns.value}
+            count = N.session_step_nodes(h, i, None, 0)
+            if count:
+                buf = (N.NodeProfile * count)()
+                count = min(count, N.session_step_nodes(h, i, buf, count))
+                step["nodes"] = [{"node": t.node.decode(), "op": t.op.decode(),
+                                  "min_ns": t.min_ns, "total_ns": t.total_ns, "runs": t.runs}
+                                 for t in buf[:count]]
+            out.append(step)
         return out
+
+    def profile_nodes(self, on=True):
+        """Times the nodes inside compiled subgraphs whose module can (the onednn
+        module) from the next run on (on=False stops); steps() then lists them. Returns
+        how many subgraphs time their nodes. Not while a run is under way."""
+        return N.session_profile_nodes(self._handle(), bool(on))
 
     def describe(self):
         """What the session does (as `plinth explain --json` prints it)."""

@@ -128,6 +128,11 @@ class ArrayIO(ctypes.Structure):
     _fields_ = [("name", c_char_p), ("array", c_void_p)]
 
 
+class NodeProfile(ctypes.Structure):
+    _fields_ = [("node", c_char_p), ("op", c_char_p), ("min_ns", ctypes.c_uint64),
+                ("total_ns", ctypes.c_uint64), ("runs", ctypes.c_uint64)]
+
+
 # Module statuses and capabilities (plinth.h, plinth/module.h).
 MODULE_STATUS = {0: "loaded", 1: "disabled", 2: "rejected", 3: "no-device"}
 CAP_IMPERATIVE = 1 << 0
@@ -252,6 +257,9 @@ session_io_device = _fn("pl_session_io_device", c_char_p, c_void_p)
 session_step_count = _fn("pl_session_step_count", c_size_t, c_void_p)
 session_step_info = _fn("pl_session_step_info", None, c_void_p, c_size_t, P(c_char_p),
                         P(c_char_p), P(ctypes.c_uint64), P(ctypes.c_uint64))
+session_profile_nodes = _fn("pl_session_profile_nodes", c_size_t, c_void_p, ctypes.c_bool)
+session_step_nodes = _fn("pl_session_step_nodes", c_size_t, c_void_p, c_size_t, P(NodeProfile),
+                         c_size_t)
 session_warning_count = _fn("pl_session_warning_count", c_size_t, c_void_p)
 session_warning = _fn("pl_session_warning", c_char_p, c_void_p, c_size_t)
 session_describe = _fn("pl_session_describe", c_void_p, c_void_p, P(c_void_p))

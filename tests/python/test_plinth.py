@@ -479,6 +479,40 @@ class SessionTest(unittest.TestCase):
                     want = y
                 np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
 
+    def test_profile_nodes(self):
+        # the MLP on onednn (one compiled subgraph): while profiled, steps()
+        # lists its nodes with the timed runs, and fc1's product took time;
+        # on cpu (kernels, no subgraph) nothing times its nodes
+        rt = plinth.Runtime(config=write_ini("[placement]\norder = onednn, cpu\n"
+                                             "choose = first\n", "onednn.ini"))
+        try:
+            if "onednn" not in [d.module for d in rt.devices()]:
+                self.skipTest("the onednn module is not loaded")
+            with rt.load_model(MLP) as m, m.session() as s:
+                s.run({"x": self.x})
+                self.assertNotIn("nodes", s.steps()[0])
+                self.assertEqual(s.profile_nodes(), 1)
+                for _ in range(3):
+                    s.run({"x": self.x})
+                step = s.steps()[0]
+                self.assertEqual(step["backend"], "onednn")
+                nodes = {t["node"]: t for t in step["nodes"]}
+                self.assertIn("fc1", nodes)
+                self.assertEqual({t["runs"] for t in nodes.values()}, {3})
+                self.assertGreater(nodes["fc1"]["min_ns"], 0)
+                self.assertGreaterEqual(nodes["fc1"]["total_ns"], 3 * nodes["fc1"]["min_ns"])
+                self.assertLessEqual(sum(t["total_ns"] for t in nodes.values()),
+                                     step["total_ns"])
+                self.assertEqual(s.profile_nodes(False), 0)
+                s.run({"x": self.x})
+                self.assertEqual(s.steps()[0]["nodes"][0]["runs"], 3)
+        finally:
+            rt.close()
+        with self.model.session() as s:
+            self.assertEqual(s.profile_nodes(), 0)
+            s.run({"x": self.x})
+            self.assertNotIn("nodes", s.steps()[0])
+
     def test_session_errors(self):
         with self.assertRaises(plinth.Error) as e:
             self.model.session(order=["nosuch"])
