@@ -86,11 +86,7 @@ static pl_status *pl_measure_nodes(const pl_prog_step *st, const pl_part_cluster
         pl_free(t);
         return NULL;
     }
-    /* (copied: excluding a node renumbers the clusters, not this one's
-     * nodes, but CL lives in PART) */
-    size_t n_nodes = cl->n_nodes;
-    int32_t backend = cl->backend;
-    for (size_t i = 0; i < n_nodes; i++) {
+    for (size_t i = 0; i < cl->n_nodes; i++) {
         double us = (double)t[i].min_ns / 1e3, own_us, alt_us;
         int32_t alt;
         pl_nid n = cl->nodes[i];
@@ -104,14 +100,14 @@ static pl_status *pl_measure_nodes(const pl_prog_step *st, const pl_part_cluster
             return pl_measure_oom();
         }
         s->first = n;
-        s->backend = backend;
+        s->backend = cl->backend;
         s->node_only = true;
         snprintf(s->reason, sizeof s->reason,
                  "measured: its own work ran %.3f ms at best over the session's first %u runs "
                  "(as %s timed the subgraph of %zu node(s) it was part of), %.0fx the %.3f ms "
                  "estimated here for it alone, and %s's estimate for it is %.3f ms ([placement] "
                  "measure = yes)",
-                 us / 1e3, runs, m->name, n_nodes, own_us > 0 ? us / own_us : 0.0,
+                 us / 1e3, runs, m->name, cl->n_nodes, own_us > 0 ? us / own_us : 0.0,
                  own_us / 1e3, pl_partition_backend(part, (size_t)alt)->module->name,
                  alt_us / 1e3);
     }

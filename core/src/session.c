@@ -1475,15 +1475,6 @@ void pl_session_output_type(const pl_session *s, size_t i, pl_dtype *out_dtype,
                     out_dims);
 }
 
-/* The session whose program the step and warning queries read: S, or a
- * staged session's prefix (NULL when it has none). */
-static const pl_session *pl_sess_programmed(const pl_session *s)
-{
-    while (s != NULL && s->stage != NULL)
-        s = pl_stage_prefix(s->stage);
-    return s;
-}
-
 /* A staged session's steps: its prefix's, then the pivot's and the last
  * tail's (pl_stage_step_info). */
 size_t pl_session_step_count(const pl_session *s)
@@ -1574,7 +1565,8 @@ size_t pl_session_step_nodes(const pl_session *s, size_t i, pl_node_profile *out
 
 size_t pl_session_warning_count(const pl_session *s)
 {
-    s = pl_sess_programmed(s);
+    if (s != NULL && s->stage != NULL)
+        return pl_stage_warning_count(s->stage);
     bool held = pl_sess_peek_begin(s);
     size_t n = s ? s->warnings.n : 0;
     pl_sess_peek_end(s, held);
@@ -1584,7 +1576,8 @@ size_t pl_session_warning_count(const pl_session *s)
 /* (a warning's text stays while the session lives: only the list grows) */
 const char *pl_session_warning(const pl_session *s, size_t i)
 {
-    s = pl_sess_programmed(s);
+    if (s != NULL && s->stage != NULL)
+        return pl_stage_warning(s->stage, i);
     bool held = pl_sess_peek_begin(s);
     const char *w = s && i < s->warnings.n ? s->warnings.items[i] : NULL;
     pl_sess_peek_end(s, held);

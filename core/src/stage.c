@@ -91,6 +91,9 @@
  * would hold gigabytes. A signature seen twice is kept as before (a BERT
  * over 35 lengths in random order keeps them all). */
 #define STG_ONCE_KEPT 32
+/* The run-time warnings a staged session keeps (stg_tell): a decoder plans
+ * a tail for every length, and each may say the same. */
+#define STG_TOLD_MAX 64
 
 /* ... unless signatures evicted that way come back: the digests of the
  * last STG_GHOSTS of them are remembered, and each that comes back
@@ -137,6 +140,7 @@ typedef struct stg_spec {
     uint64_t last_use;
     size_t arena_bytes; /* pl_session_arena_bytes of SESSION, and the bytes of
                            the constants its graph reads */
+    size_t told;        /* SESSION's warnings stg_tell has seen */
 } stg_spec;
 
 /* Dims of outputs handed to callers (they outlive the tail that gave
@@ -171,7 +175,14 @@ struct pl_stage {
     char **order, **pins;
     uint32_t *pinned;      /* recorded constants the graphs read, kept resident */
     size_t n_pinned;
-    pthread_mutex_t mu;    /* specs, clock, dims, spare */
+    pthread_mutex_t mu;    /* specs, clock, dims, spare, told */
+    /* What the prefix and the tails warned while running (a measured
+     * subgraph tried elsewhere), each text once, up to STG_TOLD_MAX: the
+     * staged session's warnings after the prefix's first PRE_TOLD (those
+     * of its creation). PRE_SEEN: the prefix's warnings seen so far. */
+    char **told;
+    uint64_t *told_hash;
+    size_t n_told, pre_told, pre_seen;
     /* Per prefix output: buffers of its size that earlier runs gave back
      * (a run takes one instead of fresh pages: retinanet's frontier is
      * megabytes, and clearing new pages took 6% of a run). */
@@ -715,6 +726,7 @@ pl_status *pl_stage_create(pl_model *model, const pl_session_options *options,
         pl_stage_destroy(s);
         return st;
     }
+    s->pre_told = s->pre_seen = s->prefix ? pl_session_warning_count(s->prefix) : 0;
     *out_stage = s;
     return NULL;
 }
@@ -757,6 +769,10 @@ void pl_stage_destroy(pl_stage *s)
     pl_free(s->n_spare);
     pl_free(s->front);
     pl_free(s->pre_out);
+    for (size_t i = 0; i < s->n_told; i++)
+        pl_free(s->told[i]);
+    pl_free(s->told);
+    pl_free(s->told_hash);
     pthread_mutex_destroy(&s->mu);
     pl_model *m = s->model;
     pl_free(s);
@@ -766,6 +782,70 @@ void pl_stage_destroy(pl_stage *s)
 pl_session *pl_stage_prefix(const pl_stage *s)
 {
     return s->prefix;
+}
+
+size_t pl_stage_warning_count(pl_stage *s)
+{
+    pthread_mutex_lock(&s->mu);
+    size_t n = s->pre_told + s->n_told;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+const char *pl_stage_warning(pl_stage *s, size_t i)
+{
+    if (i < s->pre_told)
+        return pl_session_warning(s->prefix, i);
+    pthread_mutex_lock(&s->mu);
+    const char *w = i - s->pre_told < s->n_told ? s->told[i - s->pre_told] : NULL;
+    pthread_mutex_unlock(&s->mu);
+    return w;
+}
+
+/* Copies FROM's warnings past *SEEN into S's (held: S->mu), each text
+ * once, after WHERE. Out of memory, a warning is left out. */
+static void stg_tell(pl_stage *s, pl_session *from, size_t *seen, const char *where)
+{
+    size_t n = pl_session_warning_count(from);
+    for (size_t k = *seen; k < n && s->n_told < STG_TOLD_MAX; k++) {
+        const char *text = pl_session_warning(from, k);
+        uint64_t h = 1469598103934665603u; /* FNV-1a */
+        for (const char *c = text; c != NULL && *c != '\0'; c++)
+            h = (h ^ (unsigned char)*c) * 1099511628211u;
+        bool known = text == NULL;
+        for (size_t i = 0; i < s->n_told && !known; i++)
+            known = s->told_hash[i] == h;
+        if (known)
+            continue;
+        if (s->told_hash == NULL)
+            s->told_hash = pl_calloc(STG_TOLD_MAX, sizeof *s->told_hash);
+        char *line = s->told_hash ? pl_malloc(strlen(where) + strlen(text) + 1) : NULL;
+        size_t before = s->n_told;
+        if (line != NULL) {
+            strcpy(line, where);
+            strcat(line, text);
+            if (pl_lines_append(&s->told, &s->n_told, line))
+                s->told_hash[before] = h;
+            pl_free(line);
+        }
+    }
+    *seen = n;
+}
+
+/* "name [d0, d1], ..." of the frontier's values VALS, into BUF (CAP). */
+static void stg_shapes(const pl_stage *s, const pl_tensor *vals, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < s->n_front && len + 1 < cap; i++) {
+        len += (size_t)snprintf(buf + len, cap - len, "%s%s [", i ? ", " : "",
+                                pl_graph_get_tensor(s->g, s->front[i].t)->name);
+        for (int32_t d = 0; d < vals[i].ndim && len + 1 < cap; d++)
+            len += (size_t)snprintf(buf + len, cap - len, "%s%lld", d ? ", " : "",
+                                    (long long)vals[i].shape[d]);
+        if (len + 1 < cap)
+            len += (size_t)snprintf(buf + len, cap - len, "]");
+    }
 }
 
 const char *pl_stage_pivot_name(const pl_stage *s)
@@ -1297,6 +1377,13 @@ static pl_status *stg_run_tail(pl_stage *s, const pl_tensor *vals, pl_io *output
         }
     }
     pthread_mutex_lock(&s->mu);
+    if (pl_session_warning_count(sess) > spec->told) {
+        char where[256];
+        size_t len = (size_t)snprintf(where, sizeof where, "a tail planned at run time (");
+        stg_shapes(s, vals, where + len, sizeof where - len - 4);
+        strcat(where, "): ");
+        stg_tell(s, sess, &spec->told, where);
+    }
     spec->users--;
     if (st == NULL) {
         /* The first run of a tier is not timed: it carries what the process
@@ -1479,6 +1566,11 @@ pl_status *pl_stage_run(pl_stage *s, const pl_io *inputs, size_t n_inputs, pl_io
         }
         if (st == NULL)
             st = pl_session_run(s->prefix, pre_in, n_pre_in, pre, s->n_pre_out);
+        if (pl_session_warning_count(s->prefix) > s->pre_seen) { /* (grows only) */
+            pthread_mutex_lock(&s->mu);
+            stg_tell(s, s->prefix, &s->pre_seen, "");
+            pthread_mutex_unlock(&s->mu);
+        }
         for (size_t i = 0; st == NULL && i < n_outputs; i++) {
             const pl_io *o = stg_find(pre, s->n_pre_out, outputs[i].name);
             if (o != NULL)

@@ -59,6 +59,12 @@ pl_status *pl_stage_run(pl_stage *stage, const pl_io *inputs, size_t n_inputs,
 
 /* The prefix's session, or NULL when every node is in the tail. */
 pl_session *pl_stage_prefix(const pl_stage *stage);
+/* The staged session's warnings: its prefix's of creation, then what the
+ * prefix and the tails warned while running, each text once (a tail's
+ * after the shapes it was planned for). Thread-safe; a text stays while
+ * the stage lives. */
+size_t pl_stage_warning_count(pl_stage *stage);
+const char *pl_stage_warning(pl_stage *stage, size_t i);
 /* The name of the pivot: an If or Loop between prefix and tail run to know
  * its outputs' shapes (pl_control_create_dynamic), when no binding of
  * values can tell them or its body can never be planned once; NULL when

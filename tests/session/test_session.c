@@ -4546,6 +4546,11 @@ static void case_measure_staged(void)
              "the tail's description does not tell the trial's outcome: %s", text ? text : "");
     free(text);
     json_decref(root);
+    /* the session's warnings say it too, after the tail's shapes */
+    expect_warned_once(s, "the new plan stays");
+    TH_CHECK(warnings_with(s, "a tail planned at run time (x [4, 8]): ") == 3,
+             "%zu warnings name the tail, expected 3 (r1, r2, the outcome)",
+             warnings_with(s, "a tail planned at run time (x [4, 8]): "));
     long fx = thread_counter(rt, "fx_serial", "runs");
     for (int i = 0; i < 3; i++)
         run_relu_sigmoid_relu(s);

@@ -669,7 +669,13 @@ typedef struct pl_node_profile {
 PL_API size_t pl_session_step_nodes(const pl_session *session, size_t i, pl_node_profile *out,
                                     size_t cap);
 
-/* Warnings of session creation (a compile that fell back), one line each. */
+/* The session's warnings, one line each: those of its creation (a compile
+ * that fell back), then those its runs made (a subgraph measured slow and
+ * tried elsewhere, [placement] measure). The list only grows, and a text
+ * stays valid while the session lives. A staged session lists its
+ * prefix's, then what the prefix and its tails planned at run time warned
+ * while running, each text once (up to 64), a tail's after the shapes it
+ * was planned for. */
 PL_API size_t pl_session_warning_count(const pl_session *session);
 PL_API const char *pl_session_warning(const pl_session *session, size_t i);
 
