@@ -13875,8 +13875,11 @@ static int odnn_node_alone(struct odnn_build *b, size_t n, int team)
  * none where Winograd refuses them) and odnn_wino_pd answers from here
  * when the question is the same; a wrong guess costs only its share of
  * the parallel work. f32 only, AVX-512 only (oneDNN's Winograd kernels). */
+static void odnn_release_team(pthread_t caller);
+
 struct odnn_wpre_job {
     struct odnn_build *b;
+    pthread_t caller;
 };
 
 static void odnn_wpre_chunk(void *arg, size_t begin, size_t end, int worker)
@@ -13897,6 +13900,7 @@ static void odnn_wpre_chunk(void *arg, size_t begin, size_t end, int worker)
     }
     if (omp_get_max_threads() != saved)
         omp_set_num_threads(saved);
+    odnn_release_team(((struct odnn_wpre_job *)arg)->caller);
 }
 
 /* The Winograd question odnn_conv would ask of Conv N, in *E; 0 when it
@@ -13974,7 +13978,7 @@ static pl_status *odnn_wino_prefetch(struct odnn_build *b)
     for (size_t n = 0; n < nodes && b->n_wpre < count; n++)
         if (odnn_wino_guess(b, n, team, &b->wpre[b->n_wpre]))
             b->n_wpre++;
-    struct odnn_wpre_job job = {.b = b};
+    struct odnn_wpre_job job = {.b = b, .caller = pthread_self()};
     onednn_host->parallel_for(b->ctx->host_ctx, (size_t)b->n_wpre, 1, odnn_wpre_chunk, &job);
     return NULL;
 }
@@ -14392,7 +14396,27 @@ static void odnn_team_yields(int threads)
 struct odnn_make_job {
     pl_compiled *c;
     dnnl_status_t *status;
+    pthread_t caller; /* the thread that compiles (and will run) */
 };
+
+/* Frees the OpenMP team a thread of the runtime's pool may have started,
+ * unless it is CALLER. Making some primitives runs a parallel region
+ * (oneDNN's parallel_nd inside dnnl_primitive_create), and a pool thread
+ * that ran one keeps its team's worker for as long as it lives. libgomp
+ * then manages more threads than there are CPUs, and from that moment
+ * every worker of every team spins only 100 pauses before it sleeps
+ * (its throttled spin, whatever GOMP_SPINCOUNT says): each parallel region
+ * of a run wakes its worker through a futex. On the AVX-512 Xeon, 2
+ * threads, timm's efficientformerv2_s0 ran 13.5-14.5 ms a run with 15,400
+ * context switches over 50 runs in most processes, and 4.9-5.3 ms with 160
+ * in the others (which pool thread made which primitive decides).
+ * omp_pause_resource (OpenMP 5.0) ends the calling thread's team and
+ * gives its workers back. */
+static void odnn_release_team(pthread_t caller)
+{
+    if (!pthread_equal(pthread_self(), caller))
+        omp_pause_resource(omp_pause_soft, omp_get_initial_device());
+}
 
 static void odnn_make_chunk(void *arg, size_t begin, size_t end, int worker)
 {
@@ -14414,6 +14438,7 @@ static void odnn_make_chunk(void *arg, size_t begin, size_t end, int worker)
     }
     if (omp_get_max_threads() != saved)
         omp_set_num_threads(saved);
+    odnn_release_team(job->caller);
 }
 
 static pl_status *odnn_make_primitives(struct odnn_build *b)
@@ -14435,7 +14460,7 @@ static pl_status *odnn_make_primitives(struct odnn_build *b)
             break;
         }
     }
-    struct odnn_make_job job = {.c = c, .status = status};
+    struct odnn_make_job job = {.c = c, .status = status, .caller = pthread_self()};
     onednn_host->parallel_for(b->ctx->host_ctx, (size_t)c->n_steps, 1, odnn_make_chunk, &job);
     pl_status *st = NULL;
     for (int i = 0; i < c->n_steps && st == NULL; i++)

@@ -5316,6 +5316,76 @@ static void case_grouped_no_gemm(void)
     grouped_no_gemm(48, 2, 16, 2);
 }
 
+/* The threads of this process. */
+static int task_count(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    TH_CHECK(d != NULL, "cannot list /proc/self/task");
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* Making some primitives runs a parallel region (oneDNN's resampling
+ * computes its coefficients in one), and the primitives of a subgraph are
+ * made on the runtime's pool threads as well as the caller's. A pool
+ * thread that keeps the team it started makes libgomp manage more threads
+ * than there are CPUs, and from then on every worker sleeps between
+ * parallel regions (its throttled spin): each region of a run wakes one
+ * through a futex (timm's efficientformerv2_s0, 2 threads: 13.5 ms a run
+ * against 5.0). After a session of eight Resize nodes has run, the
+ * process holds the pool's 2 threads and the caller's team's worker, no
+ * more. */
+static void case_team_released(void)
+{
+    struct mb m = {.seed = 7};
+    int64_t xs[] = {1, 256, 14, 14}, ss[] = {4};
+    float up2[] = {1, 1, 2, 2}, dn2[] = {1, 1, 0.5f, 0.5f}, up3[] = {1, 1, 3, 3},
+          dn3[] = {1, 1, 1.0f / 3, 1.0f / 3};
+    mb_input(&m, "x", 4, xs);
+    mb_const(&m, "up2", 1, ss, up2, 1);
+    mb_const(&m, "dn2", 1, ss, dn2, 1);
+    mb_const(&m, "up3", 1, ss, up3, 1);
+    mb_const(&m, "dn3", 1, ss, dn3, 1);
+    const char *scales[] = {"up2", "dn2", "up3", "dn3"};
+    for (int i = 0; i < 8; i++) {
+        char name[16], ins[64], out[16], in[16] = "x";
+        snprintf(name, sizeof name, "rs%d", i);
+        if (i > 0)
+            snprintf(in, sizeof in, "r%d", i - 1);
+        snprintf(ins, sizeof ins, "\"%s\",\"\",\"%s\"", in, scales[i % 4]);
+        if (i < 7)
+            snprintf(out, sizeof out, "r%d", i);
+        else
+            snprintf(out, sizeof out, "y");
+        mb_node(&m, name, "Resize", ins, out, "\"mode\":{\"string\":\"linear\"}");
+    }
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    int before = task_count();
+    pl_runtime *rt = onednn_runtime();
+    pl_session *s = session_for(rt, path);
+    size_t n = (size_t)256 * 14 * 14;
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    TH_CHECK(x != NULL && y != NULL, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)(i % 7) * 0.25f;
+    int64_t ys[] = {1, 256, 14, 14};
+    for (int r = 0; r < 3; r++)
+        run_one(s, "x", x, 4, xs, "y", y, 4, ys);
+    int threads = task_count() - before;
+    TH_CHECK(threads <= 3, "the runtime holds %d threads, expected at most 3 (2 in its pool, the "
+                           "caller's OpenMP worker): a pool thread kept an OpenMP team",
+             threads);
+    free(x);
+    free(y);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
 /* SegFormer's decode head: a product's [1, HW, C] read as [1, C, H, W]
  * through a Transpose and a Reshape is channels-last; the Resize reads it
  * so, on oneDNN's jit kernel (never its reference one, which took 22 ms
@@ -7741,6 +7811,7 @@ int main(int argc, char **argv)
         {"binary_post_ops", case_binary_post_ops},
         {"concat_unblock", case_concat_unblock},
         {"grouped_no_gemm", case_grouped_no_gemm},
+        {"team_released", case_team_released},
         {"ghost_concat", case_ghost_concat},
         {"pointwise_view", case_pointwise_view},
         {"conv1d", case_conv1d},
