@@ -14869,6 +14869,46 @@ static int odnn_solo_make(pl_module_ctx *ctx, pl_compiled *c)
     return any || made > 0 ? 1 : -1;
 }
 
+/* One OpenMP team in the process at a time (see odnn_release_team): the
+ * team of the first thread that runs subgraphs (the core's home thread for
+ * this module, an application's caller) stays; another thread that runs
+ * one (the module's dedicated worker, when a second application thread
+ * calls) gives its team back after each run. Two live teams of 2 on 2
+ * CPUs threw libgomp into its throttled spin for both. The owner's exit
+ * frees the place. */
+static _Atomic uintptr_t odnn_team_owner;
+static _Thread_local char odnn_team_token;
+static pthread_key_t odnn_team_key;
+static pthread_once_t odnn_team_once = PTHREAD_ONCE_INIT;
+static int odnn_team_key_made;
+
+static void odnn_team_owner_exits(void *token)
+{
+    uintptr_t self = (uintptr_t)token;
+    atomic_compare_exchange_strong(&odnn_team_owner, &self, 0);
+}
+
+static void odnn_team_key_make(void)
+{
+    odnn_team_key_made = pthread_key_create(&odnn_team_key, odnn_team_owner_exits) == 0;
+}
+
+static void odnn_team_settle(void)
+{
+    uintptr_t self = (uintptr_t)&odnn_team_token, none = 0;
+    uintptr_t owner = atomic_load(&odnn_team_owner);
+    if (owner == self)
+        return;
+    pthread_once(&odnn_team_once, odnn_team_key_make);
+    if (owner == 0 && odnn_team_key_made &&
+        atomic_compare_exchange_strong(&odnn_team_owner, &none, self)) {
+        if (pthread_setspecific(odnn_team_key, (void *)self) != 0)
+            atomic_store(&odnn_team_owner, 0); /* (nothing would clear it at exit) */
+        return;
+    }
+    omp_pause_resource(omp_pause_soft, omp_get_initial_device());
+}
+
 pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *args)
 {
     if (c == NULL || args == NULL)
@@ -14920,6 +14960,8 @@ pl_status *onednn_sg_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *
                                      c->n_steps, c->pace.team_ref_us, c->pace.best_team_us);
     }
     pl_work_pool_give(&ctx->work, w);
+    if (team && !solo)
+        odnn_team_settle();
     return st;
 }
 

@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -5386,6 +5387,61 @@ static void case_team_released(void)
     pl_runtime_destroy(rt);
 }
 
+struct team_run {
+    pl_session *s;
+    float *x, *y;
+    int64_t *xs;
+};
+
+static void *team_run_thread(void *arg)
+{
+    struct team_run *t = arg;
+    for (int r = 0; r < 3; r++)
+        run_one(t->s, "x", t->x, 4, t->xs, "y", t->y, 4, t->xs);
+    return NULL;
+}
+
+/* A second application thread that runs a session (its steps go to the
+ * module's dedicated worker: the first caller is the module's home) must
+ * not leave a second OpenMP team behind: with two teams of 2 on 2 CPUs
+ * libgomp throttles both (efficientformerv2_s0 on the first thread: 4.8
+ * ms a run, 7.5 after a second thread had run it and ended). After the
+ * first thread's runs and a second thread's, the process holds the pool's
+ * 2 threads, the module's worker and one team's worker. */
+static void case_team_one(void)
+{
+    struct mb m = {.seed = 8};
+    int64_t xs[] = {1, 32, 28, 28};
+    mb_input(&m, "x", 4, xs);
+    mb_conv(&m, "c1", "x", "h", 32, 32, 3, 1, 1);
+    mb_node(&m, "relu", "Relu", "\"h\"", "r", "");
+    mb_conv(&m, "c2", "r", "y", 32, 32, 3, 1, 1);
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    int before = task_count();
+    pl_runtime *rt = onednn_runtime();
+    pl_session *s = session_for(rt, path);
+    size_t n = (size_t)32 * 28 * 28;
+    float *x = calloc(n, sizeof *x), *y = calloc(n, sizeof *y), *y2 = calloc(n, sizeof *y2);
+    TH_CHECK(x != NULL && y != NULL && y2 != NULL, "out of memory");
+    struct team_run first = {s, x, y, xs}, second = {s, x, y2, xs};
+    team_run_thread(&first);
+    pthread_t t;
+    TH_CHECK(pthread_create(&t, NULL, team_run_thread, &second) == 0, "pthread_create");
+    pthread_join(t, NULL);
+    team_run_thread(&first);
+    int threads = task_count() - before;
+    TH_CHECK(threads <= 4, "the runtime holds %d threads, expected at most 4 (2 in its pool, the "
+                           "module's worker, one OpenMP worker): two OpenMP teams live",
+             threads);
+    TH_CHECK(memcmp(y, y2, n * sizeof *y) == 0, "the two threads' results differ");
+    free(x);
+    free(y);
+    free(y2);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt);
+}
+
 /* SegFormer's decode head: a product's [1, HW, C] read as [1, C, H, W]
  * through a Transpose and a Reshape is channels-last; the Resize reads it
  * so, on oneDNN's jit kernel (never its reference one, which took 22 ms
@@ -7812,6 +7868,7 @@ int main(int argc, char **argv)
         {"concat_unblock", case_concat_unblock},
         {"grouped_no_gemm", case_grouped_no_gemm},
         {"team_released", case_team_released},
+        {"team_one", case_team_one},
         {"ghost_concat", case_ghost_concat},
         {"pointwise_view", case_pointwise_view},
         {"conv1d", case_conv1d},
