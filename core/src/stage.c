@@ -1566,11 +1566,9 @@ pl_status *pl_stage_run(pl_stage *s, const pl_io *inputs, size_t n_inputs, pl_io
         }
         if (st == NULL)
             st = pl_session_run(s->prefix, pre_in, n_pre_in, pre, s->n_pre_out);
-        if (pl_session_warning_count(s->prefix) > s->pre_seen) { /* (grows only) */
-            pthread_mutex_lock(&s->mu);
-            stg_tell(s, s->prefix, &s->pre_seen, "");
-            pthread_mutex_unlock(&s->mu);
-        }
+        pthread_mutex_lock(&s->mu);
+        stg_tell(s, s->prefix, &s->pre_seen, "");
+        pthread_mutex_unlock(&s->mu);
         for (size_t i = 0; st == NULL && i < n_outputs; i++) {
             const pl_io *o = stg_find(pre, s->n_pre_out, outputs[i].name);
             if (o != NULL)
