@@ -814,7 +814,8 @@ static void print_step_nodes(const pl_session *session, size_t i, double step_ms
     pl_node_profile *t = n ? calloc(n, sizeof *t) : NULL;
     if (t == NULL)
         return;
-    n = pl_session_step_nodes(session, i, t, n);
+    size_t got = pl_session_step_nodes(session, i, t, n);
+    n = got < n ? got : n;
     qsort(t, n, sizeof *t, cmp_node_total);
     size_t folded = 0;
     double nodes_ms = 0;

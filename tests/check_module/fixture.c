@@ -8,6 +8,7 @@
  * Built with -DFIX_NAME="\"fix_...\"" and -DFIX_BREAK=N
  * (tests/check_module/CMakeLists.txt names each N). */
 #include <plinth/module.h>
+#include <plinth/node_times.h>
 
 #include <pthread.h>
 #include <sched.h>
@@ -29,6 +30,7 @@
 #define FIX_NO_NEGOTIATION 9 /* the entry point accepts any ABI major */
 #define FIX_SHARED_ZERO 10   /* zero-byte allocations share one handle */
 #define FIX_CRASH 11         /* Mul dereferences NULL */
+#define FIX_STOP_TIMES 12    /* node times keep counting after PL_TIMES_STOP */
 
 #ifndef FIX_BREAK
 #define FIX_BREAK FIX_GOOD
@@ -62,6 +64,9 @@ struct pl_compiled {
     size_t elements;
     int scale;
     size_t arg[2]; /* node input k is the run's input arg[k] (the view's order) */
+    pl_node_times times; /* ABI 1.17: its one node's */
+    pl_node_time time_of_node;
+    uint64_t run_ns;
 };
 
 #define FIX_REFUSE(...) fix_host->status_create(PL_CODE_UNSUPPORTED, __VA_ARGS__)
@@ -341,7 +346,8 @@ static pl_status *fix_compile(pl_module_ctx *ctx, int device, const pl_graph_vie
     pl_compiled *c = fix_host->host_alloc(ctx->host_ctx, sizeof *c, 0);
     if (c == NULL)
         return fix_host->status_create(PL_CODE_OUT_OF_MEMORY, FIX_NAME ": out of memory");
-    *c = (pl_compiled){op, e, ctx->scale, {arg[0], arg[1]}};
+    *c = (pl_compiled){.op = op, .elements = e, .scale = ctx->scale, .arg = {arg[0], arg[1]}};
+    c->times = (pl_node_times){.n = 1, .times = &c->time_of_node, .run_ns = &c->run_ns};
     *out = c;
     return NULL;
 }
@@ -362,6 +368,8 @@ static float fix_scratch[1 << 16];
 static pl_status *fix_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args *a)
 {
     (void)ctx;
+    pl_node_times_run_begin(&c->times);
+    uint64_t t0 = pl_node_times_now();
     const float *x = fix_in(&a->inputs[c->arg[0]]);
     const float *y = c->op == FIX_RELU ? NULL : fix_in(&a->inputs[c->arg[1]]);
     float *out = (float *)(void *)fix_bytes(a->outputs[0].data,
@@ -399,7 +407,20 @@ static pl_status *fix_run(pl_module_ctx *ctx, pl_compiled *c, const pl_run_args 
     }
     if (z != out && c->elements > 0)
         memcpy(out, z, c->elements * sizeof *out);
+    pl_node_times_add(&c->times, 0, pl_node_times_now() - t0);
+    pl_node_times_run_end(&c->times);
     return NULL;
+}
+
+static int fix_compiled_times(pl_module_ctx *ctx, pl_compiled *c, int op, pl_node_time *out,
+                              size_t n)
+{
+    (void)ctx;
+#if FIX_BREAK == FIX_STOP_TIMES
+    if (op == PL_TIMES_STOP)
+        return 1;
+#endif
+    return pl_node_times_op(&c->times, op, out, n);
 }
 
 static void fix_release(pl_module_ctx *ctx, pl_compiled *c)
@@ -470,6 +491,7 @@ static const pl_module_api fix_api = {
     .release = fix_release,
     .export_compiled = fix_export,
     .import_compiled = fix_import,
+    .compiled_times = fix_compiled_times,
 };
 
 #if FIX_BREAK == FIX_NO_NEGOTIATION

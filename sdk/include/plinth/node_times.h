@@ -33,11 +33,17 @@ typedef struct pl_node_times {
     uint64_t *run_ns;    /* N entries: the run under way */
 } pl_node_times;
 
-/* A monotonic clock in nanoseconds, for the pieces' times. */
+/* A clock in nanoseconds, for the pieces' times: POSIX's monotonic clock
+ * where <time.h> declares it (a POSIX or GNU build), else C11's
+ * timespec_get (a strict -std=c11 build without feature macros). */
 static inline uint64_t pl_node_times_now(void)
 {
     struct timespec ts;
+#ifdef CLOCK_MONOTONIC
     clock_gettime(CLOCK_MONOTONIC, &ts);
+#else
+    timespec_get(&ts, TIME_UTC);
+#endif
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
