@@ -108,10 +108,11 @@ pl_status *pl_partition_exclude_node(pl_partition *p, pl_nid n, const char *reas
 
 /* What node N, part of a subgraph, costs on its backend by that backend's
  * estimate for it alone, without boundaries (inside its subgraph it has
- * none), in *OWN_US; and on the first other backend that would take it
- * (*ALT_BACKEND), by that backend's estimate or the core's default, in
- * *ALT_US. False when its backend gives no estimate, it is pinned, or it
- * has nowhere else to go. Asks no backend anything new. */
+ * none), in *OWN_US; and cut out onto the first other backend that would
+ * take it (*ALT_BACKEND), by that backend's estimate or the core's
+ * default plus the conversions and hand-offs of the cut, in *ALT_US.
+ * False when its backend gives no estimate, it is pinned, or it has
+ * nowhere else to go. Asks no backend anything new. */
 bool pl_partition_node_weigh(pl_partition *p, pl_nid n, double *own_us, double *alt_us,
                              int32_t *alt_backend);
 
