@@ -1010,6 +1010,18 @@ static bool pl_opt_pad_into_window(const pl_graph *g, const pl_graph_node *p, pl
     if (strcmp(conv->op, "MaxPool") == 0 &&
         !pl_opt_pad_max_ok(g, conv, p->inputs[0], out_pads, (size_t)(2 * sr)))
         return false;
+    /* A pool's padding must stay below its kernel (a window of padding
+     * alone has no defined average; the graph's validation refuses it):
+     * a Pad of 1 before an AveragePool of [2, 1] padded by 0 stays a Pad
+     * (difftest's pool family, seed 20188). */
+    if (strcmp(conv->op, "AveragePool") == 0) {
+        const pl_attr *ks = pl_graph_node_attr(conv, "kernel_shape");
+        if (ks == NULL || ks->kind != PL_ATTR_INTS || ks->n != (size_t)sr)
+            return false;
+        for (int i = 0; i < 2 * sr; i++)
+            if (out_pads[i] >= ks->ints[i % sr])
+                return false;
+    }
     *out_win = c;
     *out_n = (size_t)(2 * sr);
     return true;

@@ -1321,8 +1321,11 @@ static void case_pad_folded(void)
  * pads with -inf (pad5), of an input that may be negative; folded into a
  * MaxPool of a Relu's result (pad6: Keras' ZeroPadding2D before
  * MaxPooling2D), but not where a window could hold padding only (pad7: 3
- * each side of a 3x3 window). Every output equals that of optimize = none,
- * on cpu and on onednn. */
+ * each side of a 3x3 window), nor into a pool whose padding would reach its
+ * kernel (pad8: 1 before a 1x1 AveragePool that counts its padding; folded,
+ * the graph's validation refused the pool: found by difftest's pool family,
+ * seed 20188). Every output equals that of optimize = none, on cpu and on
+ * onednn. */
 static void case_pad_avgpool_folded(void)
 {
     static const int64_t pa[8] = {0, 0, 1, 0, 0, 0, 0, 1}, pb[8] = {0, 0, 1, 1, 0, 0, 1, 1},
@@ -1334,7 +1337,7 @@ static void case_pad_avgpool_folded(void)
         "{\"format\":\"plinth-graph\",\"version\":1,"
         "\"opset_import\":[{\"domain\":\"\",\"version\":13}],"
         "\"weights\":\"apad.weights\",\"inputs\":[\"x\"],"
-        "\"outputs\":[\"y1\",\"y2\",\"y3\",\"y4\",\"y5\",\"y6\",\"y7\"],"
+        "\"outputs\":[\"y1\",\"y2\",\"y3\",\"y4\",\"y5\",\"y6\",\"y7\",\"y8\"],"
         "\"tensors\":["
         "{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[1,8,7,7]},"
         "{\"name\":\"pa\",\"dtype\":\"i64\",\"shape\":[8],"
@@ -1367,14 +1370,18 @@ static void case_pad_avgpool_folded(void)
         "\"attributes\":{\"kernel_shape\":{\"ints\":[3,3]},\"strides\":{\"ints\":[2,2]}}},"
         "{\"name\":\"pad7\",\"op\":\"Pad\",\"inputs\":[\"r6\",\"pc\"],\"outputs\":[\"p7\"]},"
         "{\"name\":\"max7\",\"op\":\"MaxPool\",\"inputs\":[\"p7\"],\"outputs\":[\"y7\"],"
-        "\"attributes\":{\"kernel_shape\":{\"ints\":[3,3]}}}]}");
+        "\"attributes\":{\"kernel_shape\":{\"ints\":[3,3]}}},"
+        "{\"name\":\"pad8\",\"op\":\"Pad\",\"inputs\":[\"x\",\"pa\"],\"outputs\":[\"p8\"]},"
+        "{\"name\":\"avg8\",\"op\":\"AveragePool\",\"inputs\":[\"p8\"],\"outputs\":[\"y8\"],"
+        "\"attributes\":{\"kernel_shape\":{\"ints\":[1,1]},\"count_include_pad\":{\"int\":1}}}]}");
     float x[8 * 49];
     for (int i = 0; i < 8 * 49; i++)
         x[i] = 0.25f * (float)(i % 11) - 2.0f; /* negative too: MaxPool must see its zeros */
-    enum { NY = 7 };
-    static const int64_t shapes[NY][4] = {{1, 8, 3, 3}, {1, 8, 9, 9}, {1, 8, 4, 4}, {1, 8, 8, 8},
-                                          {1, 8, 7, 7}, {1, 8, 4, 4}, {1, 8, 11, 11}};
-    static const char *const names[NY] = {"y1", "y2", "y3", "y4", "y5", "y6", "y7"};
+    enum { NY = 8 };
+    static const int64_t shapes[NY][4] = {{1, 8, 3, 3}, {1, 8, 9, 9}, {1, 8, 4, 4},
+                                          {1, 8, 8, 8}, {1, 8, 7, 7}, {1, 8, 4, 4},
+                                          {1, 8, 11, 11}, {1, 8, 8, 8}};
+    static const char *const names[NY] = {"y1", "y2", "y3", "y4", "y5", "y6", "y7", "y8"};
     float *ys[3][NY] = {{NULL}};
     static const char *const cfg[3][2] = {{"none", "cpu"}, {"all", "cpu"}, {"all", "onednn, cpu"}};
     for (int r = 0; r < 3; r++) {
@@ -1390,8 +1397,9 @@ static void case_pad_avgpool_folded(void)
                  rewritten(root, "pad1"), rewritten(root, "pad4"), rewritten(root, "pad6"));
         TH_CHECK(r == 0 || (!placed(root, "pad1") && !placed(root, "pad4") &&
                             !placed(root, "pad6") && placed(root, "pad2") &&
-                            placed(root, "pad3") && placed(root, "pad5") && placed(root, "pad7")),
-                 "pad1, pad4 and pad6 should go, pad2, pad3, pad5 and pad7 stay");
+                            placed(root, "pad3") && placed(root, "pad5") && placed(root, "pad7") &&
+                            placed(root, "pad8")),
+                 "pad1, pad4 and pad6 should go, pad2, pad3, pad5, pad7 and pad8 stay");
         json_decref(root);
         pl_io in = {.name = "x",
                     .tensor = {.struct_size = sizeof(pl_tensor), .data = x, .ndim = 4,
