@@ -542,6 +542,15 @@ class Gen:
         y = self.node("Resize", ins, attrs)
         return self.conv(y) if self.p(0.5) else y
 
+    def spatial_pad(self, x):
+        r = len(self.shape(x))
+        pads = [0, 0] + [self.r(0, 2) for _ in range(r - 2)] + [0, 0] + \
+            [self.r(0, 2) for _ in range(r - 2)]
+        ins = [x, self.i64(pads)]
+        if self.p(0.5):
+            ins.append(self.const(np.asarray(self.pick([0.0, 0.0, 1.5, -2.0]), dtype=np.float32)))
+        return self.node("Pad", ins)
+
     def pool(self, x=None):
         if x is None:
             d = self.pick([1, 2, 2, 3])
@@ -549,6 +558,12 @@ class Gen:
             x = self.input([self.r(1, 2), self.r(1, 5)] + [self.r(*size) for _ in range(d)])
             if self.p(0.5):
                 x = self.conv(x)
+                # A constant Pad of the spatial axes between them (HGNetV2's
+                # stem, timm's padded average pools): the onednn module
+                # pads a convolution's blocked or channels-last output in
+                # its layout (odnn_pad_blocked).
+                if d == 2 and self.p(0.35):
+                    x = self.spatial_pad(x)
             if d == 2 and self.p(0.3):
                 return self.resize(x)
         shape = self.shape(x)

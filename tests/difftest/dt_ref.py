@@ -468,6 +468,13 @@ def eval_node(node, env, dtype_of):
         return [integer_product(node, ins, dtype_of)]
     if op == "DynamicQuantizeLinear":
         return dynamic_quantize(x)
+    if op == "Pad":  # constant mode, pads as input 1 (begins, then ends), the fill input 2
+        pads = [int(v) for v in np.asarray(ins[1]).reshape(-1)]
+        r = x.ndim
+        fill = float(np.asarray(ins[2]).reshape(-1)[0]) if len(ins) > 2 and ins[2] is not None \
+            else 0.0
+        return [np.pad(x, [(pads[i], pads[r + i]) for i in range(r)], constant_values=fill)
+                .astype(x.dtype)]
     if op == "Expand":  # broadcasts both ways (numpy's rule)
         return [x * np.ones([int(d) for d in np.asarray(ins[1]).reshape(-1)])]
     if op == "Cast":
