@@ -14963,6 +14963,18 @@ static void odnn_team_key_make(void)
     odnn_team_key_made = pthread_key_create(&odnn_team_key, odnn_team_owner_exits) == 0;
 }
 
+/* The key goes with the module: a thread that outlives the module's
+ * unloading (a Python thread that made, ran and closed a runtime) would
+ * otherwise call its destructor in unmapped code at its exit (a crash
+ * there, /tmp/s74/unload.py). A deleted key's values are not destructed. */
+__attribute__((destructor)) static void odnn_team_key_free(void)
+{
+    if (odnn_team_key_made) {
+        pthread_key_delete(odnn_team_key);
+        odnn_team_key_made = 0;
+    }
+}
+
 static void odnn_team_settle(void)
 {
     uintptr_t self = (uintptr_t)&odnn_team_token, none = 0;

@@ -5442,6 +5442,45 @@ static void case_team_one(void)
     pl_runtime_destroy(rt);
 }
 
+static void *team_unload_thread(void *arg)
+{
+    const char *path = arg;
+    pl_runtime *rt = onednn_runtime();
+    pl_session *s = session_for(rt, path);
+    int64_t xs[] = {1, 32, 28, 28};
+    size_t n = (size_t)32 * 28 * 28;
+    float *x = calloc(n, sizeof *x), *y = calloc(n, sizeof *y);
+    TH_CHECK(x != NULL && y != NULL, "out of memory");
+    struct team_run t = {s, x, y, xs};
+    team_run_thread(&t);
+    free(x);
+    free(y);
+    pl_session_destroy(s);
+    pl_runtime_destroy(rt); /* the module is unloaded here */
+    return NULL;
+}
+
+/* A thread that owns the process's OpenMP team (odnn_team_settle keeps it
+ * in a thread-specific value, whose destructor gives the place up) and
+ * outlives the module: it makes a runtime, runs, destroys the runtime
+ * (the module unloads) and ends. The destructor went with the module's
+ * code, and the thread's exit called into unmapped memory (a crash, 3 of 3
+ * times, before the key was deleted at unload). */
+static void case_team_owner_outlives_module(void)
+{
+    struct mb m = {.seed = 9};
+    int64_t xs[] = {1, 32, 28, 28};
+    mb_input(&m, "x", 4, xs);
+    mb_conv(&m, "c1", "x", "h", 32, 32, 3, 1, 1);
+    mb_node(&m, "relu", "Relu", "\"h\"", "r", "");
+    mb_conv(&m, "c2", "r", "y", 32, 32, 3, 1, 1);
+    m.outputs[m.n_outputs++] = "y";
+    const char *path = mb_write(&m);
+    pthread_t t;
+    TH_CHECK(pthread_create(&t, NULL, team_unload_thread, (void *)path) == 0, "pthread_create");
+    pthread_join(t, NULL);
+}
+
 /* A Pad of a convolution's channel-blocked or channels-last output on its
  * spatial axes stays in that layout (odnn_pad_blocked), and the MaxPool
  * after it runs on it (HGNetV2's stem: a plain MaxPool took 0.25 ms where
@@ -7913,6 +7952,7 @@ int main(int argc, char **argv)
         {"grouped_no_gemm", case_grouped_no_gemm},
         {"team_released", case_team_released},
         {"team_one", case_team_one},
+        {"team_owner_outlives_module", case_team_owner_outlives_module},
         {"pad_blocked", case_pad_blocked},
         {"ghost_concat", case_ghost_concat},
         {"pointwise_view", case_pointwise_view},
