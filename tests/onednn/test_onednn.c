@@ -5387,6 +5387,20 @@ static void case_team_released(void)
     pl_runtime_destroy(rt);
 }
 
+/* The team cases' model: x [1, 32, 28, 28] through two 3x3
+ * convolutions of 32 channels with a Relu between, to y of x's shape. */
+static const char *team_model(void)
+{
+    struct mb m = {.seed = 8};
+    int64_t xs[] = {1, 32, 28, 28};
+    mb_input(&m, "x", 4, xs);
+    mb_conv(&m, "c1", "x", "h", 32, 32, 3, 1, 1);
+    mb_node(&m, "relu", "Relu", "\"h\"", "r", "");
+    mb_conv(&m, "c2", "r", "y", 32, 32, 3, 1, 1);
+    m.outputs[m.n_outputs++] = "y";
+    return mb_write(&m);
+}
+
 struct team_run {
     pl_session *s;
     float *x, *y;
@@ -5410,14 +5424,8 @@ static void *team_run_thread(void *arg)
  * 2 threads, the module's worker and one team's worker. */
 static void case_team_one(void)
 {
-    struct mb m = {.seed = 8};
     int64_t xs[] = {1, 32, 28, 28};
-    mb_input(&m, "x", 4, xs);
-    mb_conv(&m, "c1", "x", "h", 32, 32, 3, 1, 1);
-    mb_node(&m, "relu", "Relu", "\"h\"", "r", "");
-    mb_conv(&m, "c2", "r", "y", 32, 32, 3, 1, 1);
-    m.outputs[m.n_outputs++] = "y";
-    const char *path = mb_write(&m);
+    const char *path = team_model();
     int before = task_count();
     pl_runtime *rt = onednn_runtime();
     pl_session *s = session_for(rt, path);
@@ -5468,14 +5476,7 @@ static void *team_unload_thread(void *arg)
  * times, before the key was deleted at unload). */
 static void case_team_owner_outlives_module(void)
 {
-    struct mb m = {.seed = 9};
-    int64_t xs[] = {1, 32, 28, 28};
-    mb_input(&m, "x", 4, xs);
-    mb_conv(&m, "c1", "x", "h", 32, 32, 3, 1, 1);
-    mb_node(&m, "relu", "Relu", "\"h\"", "r", "");
-    mb_conv(&m, "c2", "r", "y", 32, 32, 3, 1, 1);
-    m.outputs[m.n_outputs++] = "y";
-    const char *path = mb_write(&m);
+    const char *path = team_model();
     pthread_t t;
     TH_CHECK(pthread_create(&t, NULL, team_unload_thread, (void *)path) == 0, "pthread_create");
     pthread_join(t, NULL);
