@@ -5526,6 +5526,73 @@ static void case_pad_blocked(void)
     }
 }
 
+/* Inference BatchNormalization with nothing to fold into never runs as
+ * oneDNN 2.6's binary_mul with a per-channel binary_add post-op, which
+ * took 3x (channels first) to 13x (4 channels last) the time of one pass.
+ * FORM 0: RepGhostNet's fusion_bn, the normalized map of a 1x1
+ * convolution into 4 channels added to a depthwise convolution of it: on
+ * a channels-last map, a depthwise 1x1 convolution (odnn_bnorm_depthwise).
+ * FORMS 1 and 2: on the plain model input, [1, 6, 30, 30] and a batch of
+ * two [2, 5, 64] (plane r of channel r % 5), the module's own step
+ * (odnn_bnorm_planes). The cpu module's values in each. */
+static void case_bnorm_affine_layouts(void)
+{
+    for (int form = 0; form < 3; form++) {
+        int saved;
+        const char *vpath = verbose_begin(&saved);
+        struct mb m = {.seed = 311 + (uint32_t)form};
+        int64_t xs0[] = {1, 8, 40, 40}, xs1[] = {1, 6, 30, 30}, xs2[] = {2, 5, 64};
+        int64_t *xs = form == 0 ? xs0 : form == 1 ? xs1 : xs2;
+        int nd = form == 2 ? 3 : 4;
+        int64_t c = form == 0 ? 4 : xs[1], cs[] = {c};
+        const char *bn_in = "x";
+        mb_input(&m, "x", nd, xs);
+        if (form == 0) {
+            mb_conv(&m, "pc", "x", "p", 8, 4, 1, 1, 1);
+            mb_node(&m, "relu", "Relu", "\"p\"", "r", "");
+            mb_conv(&m, "dw", "r", "d", 4, 4, 3, 1, 4);
+            bn_in = "r";
+        }
+        static const char *const what[4] = {"scale", "bias", "mean", "var"};
+        float var[8];
+        for (int j = 0; j < 8; j++)
+            var[j] = 0.5f + 0.1f * (float)j;
+        for (int j = 0; j < 4; j++)
+            mb_const(&m, what[j], 1, cs, j == 3 ? var : NULL, 0.5f);
+        char ins[160];
+        snprintf(ins, sizeof ins, "\"%s\",\"scale\",\"bias\",\"mean\",\"var\"", bn_in);
+        mb_node(&m, "bn", "BatchNormalization", ins, form == 0 ? "n" : "y", "");
+        if (form == 0)
+            mb_node(&m, "add", "Add", "\"d\",\"n\"", "y", "");
+        m.outputs[m.n_outputs++] = "y";
+        const char *path = mb_write(&m);
+        int64_t ys0[] = {1, 4, 40, 40};
+        compare(path, nd, xs, nd, form == 0 ? ys0 : xs,
+                form == 0 ? (const char *[]){"pc", "dw", "bn", "add", NULL}
+                          : (const char *[]){"bn", NULL});
+        FILE *f = verbose_end(saved, vpath);
+        char line[2048];
+        int execs = 0, muls = 0;
+        while (fgets(line, sizeof line, f) != NULL) {
+            if (strncmp(line, "onednn_verbose,exec,", 20) != 0)
+                continue;
+            execs++;
+            muls += strstr(line, "alg:binary_mul") != NULL;
+        }
+        fclose(f);
+        /* (forms 1 and 2 run no oneDNN primitive at all) */
+        TH_CHECK(form > 0 || execs > 0, "form %d: ONEDNN_VERBOSE printed nothing", form);
+        TH_CHECK(muls == 0, "form %d: %d binary_mul runs", form, muls);
+        if (form > 0) {
+            struct blob b = compile_blob(path);
+            uint32_t total;
+            int own = count_steps(&b, 40 /* ODNN_S_AFFINE */, &total);
+            TH_CHECK(own == 1 && total == 1, "form %d: %d own steps of %u", form, own, total);
+            free(b.bytes);
+        }
+    }
+}
+
 /* SegFormer's decode head: a product's [1, HW, C] read as [1, C, H, W]
  * through a Transpose and a Reshape is channels-last; the Resize reads it
  * so, on oneDNN's jit kernel (never its reference one, which took 22 ms
@@ -7991,6 +8058,7 @@ int main(int argc, char **argv)
         {"narrow_channels_last", case_narrow_channels_last},
         {"tile_pad", case_tile_pad},
         {"bnorm_relu", case_bnorm_relu},
+        {"bnorm_affine_layouts", case_bnorm_affine_layouts},
         {"bf16", case_bf16},
         {"bf16_f32_winograd", case_bf16_f32_winograd},
         {"narrow_conv", case_narrow_conv},
