@@ -537,10 +537,10 @@ void odnn_gelu_tanh_run(const float *x, float *y, int64_t n, int threads);
 void odnn_tanh_run(const float *x, float *y, int64_t n, int threads);
 
 /* y = x * SCALE + SHIFT over ROWS planes of COLS dense values (plane r of
- * channel r % CHANS), on up to THREADS OpenMP threads: inference batch
- * normalization of a channels-first source. */
+ * channel r % CHANS), then max(0, y) when RELU, on up to THREADS OpenMP
+ * threads: inference batch normalization of a channels-first source. */
 void odnn_affine_run(const float *x, const float *scale, const float *shift, float *y,
-                     int64_t rows, int64_t cols, int64_t chans, int threads);
+                     int64_t rows, int64_t cols, int64_t chans, int relu, int threads);
 
 /* InstanceNormalization of ROWS planes of COLS dense values (plane r of
  * channel r % CHANS): y = (x - mean) / sqrt(var + EPS) * SCALE + BIAS, on

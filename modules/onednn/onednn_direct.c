@@ -1020,17 +1020,23 @@ ODNN_CLONES static double odnn_sqdev16(const float *x, int64_t n, float mean)
 }
 
 ODNN_CLONES static void odnn_affine_span(const float *x, float *y, int64_t n, float s,
-                                         float t)
+                                         float t, int relu)
 {
-    for (int64_t i = 0; i < n; i++)
-        y[i] = x[i] * s + t;
+    if (relu)
+        for (int64_t i = 0; i < n; i++) {
+            float v = x[i] * s + t;
+            y[i] = v > 0.0f ? v : 0.0f;
+        }
+    else
+        for (int64_t i = 0; i < n; i++)
+            y[i] = x[i] * s + t;
 }
 
 /* Each thread takes one contiguous range of the ROWS x COLS values, so
  * a few large planes split as evenly as many small ones; alone below
  * 32K values (one pass over memory: a team's wake-up costs more). */
 void odnn_affine_run(const float *x, const float *scale, const float *shift, float *y,
-                     int64_t rows, int64_t cols, int64_t chans, int threads)
+                     int64_t rows, int64_t cols, int64_t chans, int relu, int threads)
 {
     int64_t total = rows * cols;
     int team = total >= 32768 && threads > 1 ? threads : 1;
@@ -1039,7 +1045,8 @@ void odnn_affine_run(const float *x, const float *scale, const float *shift, flo
         int64_t lo = total * p / team, hi = total * (p + 1) / team;
         while (lo < hi) {
             int64_t r = lo / cols, end = (r + 1) * cols < hi ? (r + 1) * cols : hi;
-            odnn_affine_span(x + lo, y + lo, end - lo, scale[r % chans], shift[r % chans]);
+            odnn_affine_span(x + lo, y + lo, end - lo, scale[r % chans], shift[r % chans],
+                             relu);
             lo = end;
         }
     }

@@ -3857,6 +3857,7 @@ enum odnn_step_kind {
 struct odnn_step {
     uint32_t kind;
     uint8_t esize; /* ODNN_S_EXPAND: bytes an element (4, or 1 for 8-bit values) */
+    uint8_t relu;  /* ODNN_S_AFFINE: then max(0, y) */
     pl_qlinear qbin; /* ODNN_S_QBIN: the run's constants (plinth/qlinear.h) */
     int threads; /* the OpenMP team it was made for, and runs with */
     dnnl_primitive_t prim;
@@ -9745,6 +9746,14 @@ static int odnn_pd_is_jit(const_dnnl_primitive_desc_t pd)
            impl != NULL && (strncmp(impl, "jit", 3) == 0 || strstr(impl, "_jit") != NULL);
 }
 
+/* The Relu that alone reads node N's output and is not yet emitted, or -1:
+ * a batch normalization's one-pass forms apply it as they write. */
+static int64_t odnn_bnorm_relu(struct odnn_build *b, size_t n)
+{
+    int64_t r = odnn_sole_reader(&b->u, odnn_out(b->v, n, 0));
+    return r >= 0 && !b->done[r] && odnn_op_is(b->v, r, "Relu") ? r : -1;
+}
+
 /* Batch normalization of the channels-last value SRC (XMD) as a depthwise
  * 1x1 convolution: weight S, bias T (C values each), written in SRC's own
  * layout. oneDNN 2.6's jit binary multiplies a channels-last map by
@@ -9773,11 +9782,23 @@ static int odnn_bnorm_depthwise(struct odnn_build *b, size_t n, int src,
     dnnl_convolution_desc_t cd;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    int64_t relu = odnn_bnorm_relu(b, n);
     if (dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
                                            xmd, &wany, &bmd, xmd, strides, pads,
                                            pads) != dnnl_success)
         return 0;
-    *out_st = odnn_attr(&attr, NULL);
+    if (relu >= 0 && (dnnl_post_ops_create(&po) != dnnl_success ||
+                      dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f) !=
+                          dnnl_success)) {
+        if (po != NULL)
+            dnnl_post_ops_destroy(po);
+        po = NULL;
+        relu = -1;
+    }
+    *out_st = odnn_attr(&attr, po);
+    if (po != NULL)
+        dnnl_post_ops_destroy(po);
     if (*out_st != NULL)
         return 1;
     if (dnnl_primitive_desc_create(&pd, &cd, attr, b->ctx->engine, NULL) != dnnl_success)
@@ -9792,11 +9813,14 @@ static int odnn_bnorm_depthwise(struct odnn_build *b, size_t n, int src,
         return 0;
     }
     int w = -1, bw = -1, dst = -1, step = -1;
+    int64_t out_t = relu >= 0 ? odnn_out(b->v, (size_t)relu, 0) : odnn_out(b->v, n, 0);
     *out_st = odnn_weight(b, odnn_pd_md(pd, DNNL_ARG_WEIGHTS), &wuser, s, (int64_t)n, &w);
     if (*out_st == NULL)
         *out_st = odnn_weight(b, &bmd, &bmd, t, (int64_t)n, &bw);
-    if (*out_st == NULL && (dst = odnn_dst_value(b, odnn_out(b->v, n, 0), pd)) < 0)
+    if (*out_st == NULL && (dst = odnn_dst_value(b, out_t, pd)) < 0)
         *out_st = odnn_oom();
+    if (*out_st == NULL && relu >= 0)
+        b->done[relu] = 1;
     if (*out_st == NULL)
         step = odnn_add_step(b, ODNN_S_CONV, pd, (int64_t)n, out_st);
     if (*out_st == NULL) {
@@ -9835,12 +9859,17 @@ static int odnn_bnorm_planes(struct odnn_build *b, size_t n, int src,
     if (*out_st != NULL)
         return 1;
     const dnnl_memory_desc_t x_md = *xmd; /* values may move */
-    int out = odnn_new_value(b, odnn_out(b->v, n, 0), ODNN_V_TEMP, &x_md);
+    int64_t relu = odnn_bnorm_relu(b, n);
+    int64_t out_t = relu >= 0 ? odnn_out(b->v, (size_t)relu, 0) : odnn_out(b->v, n, 0);
+    int out = odnn_new_value(b, out_t, ODNN_V_TEMP, &x_md);
     struct odnn_step *st = out >= 0 ? odnn_next_step(b, ODNN_S_AFFINE, (int64_t)n) : NULL;
     if (st == NULL) {
         *out_st = odnn_oom();
         return 1;
     }
+    if (relu >= 0)
+        b->done[relu] = 1;
+    st->relu = relu >= 0;
     st->rows = x_md.dims[0] * c;
     st->cols = spatial;
     st->chans = c;
@@ -14854,7 +14883,8 @@ static int odnn_own_step(const struct odnn_step *step, int team)
         odnn_pad_run(p[0], p[1], step->nd, step->xd, step->yd, step->begin, step->fill, team);
         break;
     case ODNN_S_AFFINE: /* SRC, DST, SCALE, SHIFT */
-        odnn_affine_run(p[0], p[2], p[3], p[1], step->rows, step->cols, step->chans, team);
+        odnn_affine_run(p[0], p[2], p[3], p[1], step->rows, step->cols, step->chans, step->relu,
+                        team);
         break;
     case ODNN_S_INORM: /* SRC, DST, SCALE, SHIFT */
         odnn_inorm_run(p[0], p[2], p[3], p[1], step->rows, step->cols, step->chans, step->eps,

@@ -5534,7 +5534,9 @@ static void case_pad_blocked(void)
  * a channels-last map, a depthwise 1x1 convolution (odnn_bnorm_depthwise).
  * FORMS 1 and 2: on the plain model input, [1, 6, 30, 30] and a batch of
  * two [2, 5, 64] (plane r of channel r % 5), the module's own step
- * (odnn_bnorm_planes). The cpu module's values in each. */
+ * (odnn_bnorm_planes). A Relu after it (forms 0 and 1) is applied as it
+ * writes: no eltwise primitive, one step. The cpu module's values in
+ * each. */
 static void case_bnorm_affine_layouts(void)
 {
     for (int form = 0; form < 3; form++) {
@@ -5561,28 +5563,32 @@ static void case_bnorm_affine_layouts(void)
             mb_const(&m, what[j], 1, cs, j == 3 ? var : NULL, 0.5f);
         char ins[160];
         snprintf(ins, sizeof ins, "\"%s\",\"scale\",\"bias\",\"mean\",\"var\"", bn_in);
-        mb_node(&m, "bn", "BatchNormalization", ins, form == 0 ? "n" : "y", "");
+        mb_node(&m, "bn", "BatchNormalization", ins, form == 2 ? "y" : "n", "");
+        if (form < 2) /* applied as the normalization writes */
+            mb_node(&m, "bnrelu", "Relu", "\"n\"", form == 0 ? "nr" : "y", "");
         if (form == 0)
-            mb_node(&m, "add", "Add", "\"d\",\"n\"", "y", "");
+            mb_node(&m, "add", "Add", "\"d\",\"nr\"", "y", "");
         m.outputs[m.n_outputs++] = "y";
         const char *path = mb_write(&m);
         int64_t ys0[] = {1, 4, 40, 40};
         compare(path, nd, xs, nd, form == 0 ? ys0 : xs,
-                form == 0 ? (const char *[]){"pc", "dw", "bn", "add", NULL}
+                form == 0 ? (const char *[]){"pc", "dw", "bn", "bnrelu", "add", NULL}
                           : (const char *[]){"bn", NULL});
         FILE *f = verbose_end(saved, vpath);
         char line[2048];
-        int execs = 0, muls = 0;
+        int execs = 0, muls = 0, eltwise = 0;
         while (fgets(line, sizeof line, f) != NULL) {
             if (strncmp(line, "onednn_verbose,exec,", 20) != 0)
                 continue;
             execs++;
             muls += strstr(line, "alg:binary_mul") != NULL;
+            eltwise += strstr(line, ",eltwise,") != NULL;
         }
         fclose(f);
         /* (forms 1 and 2 run no oneDNN primitive at all) */
         TH_CHECK(form > 0 || execs > 0, "form %d: ONEDNN_VERBOSE printed nothing", form);
-        TH_CHECK(muls == 0, "form %d: %d binary_mul runs", form, muls);
+        TH_CHECK(muls == 0 && eltwise == 0, "form %d: %d binary_mul and %d eltwise runs", form,
+                 muls, eltwise);
         if (form > 0) {
             struct blob b = compile_blob(path);
             uint32_t total;
