@@ -9755,8 +9755,8 @@ static int64_t odnn_bnorm_relu(struct odnn_build *b, size_t n)
 }
 
 /* Batch normalization of the channels-last value SRC (XMD) as a depthwise
- * 1x1 convolution: weight S, bias T (C values each), written in SRC's own
- * layout. oneDNN 2.6's jit binary multiplies a channels-last map by
+ * 1x1 convolution: weight S, bias T (C values each), written dense
+ * channels-last. oneDNN 2.6's jit binary multiplies a channels-last map by
  * per-channel values a pixel at a time: 4 channels of 112x112 took 0.054 ms
  * as binary_mul + binary_add where its brdgmm_dw took 0.006, 20 of 56x56
  * 0.017 against 0.004, 128 of 14x14 0.004 against 0.002 (2 threads, AVX-512;
@@ -9769,13 +9769,15 @@ static int odnn_bnorm_depthwise(struct odnn_build *b, size_t n, int src,
                                 pl_status **out_st)
 {
     static const dnnl_format_tag_t wtags[6] = {0, 0, 0, dnnl_goiw, dnnl_goihw, dnnl_goidhw};
+    static const dnnl_format_tag_t ytags[6] = {0, 0, 0, dnnl_acb, dnnl_acdb, dnnl_acdeb};
     int nd = xmd->ndims;
     *out_st = NULL;
     if (nd < 3 || nd > 5 || !odnn_is_plain(xmd) || xmd->format_desc.blocking.strides[1] != 1)
         return 0;
     int64_t c = xmd->dims[1];
     dnnl_dims_t wd = {c, 1, 1, 1, 1, 1}, bd_dims = {c}, strides = {1, 1, 1}, pads = {0, 0, 0};
-    dnnl_memory_desc_t wany, wuser, bmd;
+    dnnl_memory_desc_t wany, wuser, bmd, ymd; /* the result dense channels-last */
+    dnnl_memory_desc_init_by_tag(&ymd, nd, xmd->dims, dnnl_f32, ytags[nd]);
     dnnl_memory_desc_init_by_tag(&wany, nd + 1, wd, dnnl_f32, dnnl_format_tag_any);
     dnnl_memory_desc_init_by_tag(&wuser, nd + 1, wd, dnnl_f32, wtags[nd]);
     dnnl_memory_desc_init_by_tag(&bmd, 1, bd_dims, dnnl_f32, dnnl_a);
@@ -9785,7 +9787,7 @@ static int odnn_bnorm_depthwise(struct odnn_build *b, size_t n, int src,
     dnnl_post_ops_t po = NULL;
     int64_t relu = odnn_bnorm_relu(b, n);
     if (dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
-                                           xmd, &wany, &bmd, xmd, strides, pads,
+                                           xmd, &wany, &bmd, &ymd, strides, pads,
                                            pads) != dnnl_success)
         return 0;
     if (relu >= 0 && (dnnl_post_ops_create(&po) != dnnl_success ||
