@@ -341,6 +341,15 @@ static pl_status *onednn_supported_nodes(pl_module_ctx *ctx, int device,
     return onednn_sg_supported(ctx, graph, sink, sink_ctx);
 }
 
+/* A compile or import returns only once the GEMM kernels it set off
+ * generating are made (onednn_warm.c): no thread of the module's runs
+ * in oneDNN after the call, when the application may exit. */
+static pl_status *onednn_compiled(pl_status *status)
+{
+    odnn_gemm_warm_join();
+    return status;
+}
+
 static pl_status *onednn_compile(pl_module_ctx *ctx, int device, const pl_graph_view *subgraph,
                                  pl_compiled **out_compiled)
 {
@@ -354,7 +363,7 @@ static pl_status *onednn_compile(pl_module_ctx *ctx, int device, const pl_graph_
     if (subgraph == NULL)
         return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
                                           "onednn: compile without a subgraph");
-    return onednn_sg_compile(ctx, subgraph, NULL, 0, out_compiled);
+    return onednn_compiled(onednn_sg_compile(ctx, subgraph, NULL, 0, out_compiled));
 }
 
 static pl_status *onednn_run(pl_module_ctx *ctx, pl_compiled *compiled, const pl_run_args *args)
@@ -386,7 +395,7 @@ static pl_status *onednn_import(pl_module_ctx *ctx, int device, const pl_graph_v
     if (subgraph == NULL || blob == NULL)
         return onednn_host->status_create(PL_CODE_INVALID_ARGUMENT,
                                           "onednn: import without a subgraph or blob");
-    return onednn_sg_compile(ctx, subgraph, blob, blob_bytes, out_compiled);
+    return onednn_compiled(onednn_sg_compile(ctx, subgraph, blob, blob_bytes, out_compiled));
 }
 
 /* ---- the table and the entry point -------------------------------------- */

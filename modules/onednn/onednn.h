@@ -274,7 +274,7 @@ int odnn_direct_usable(void);
  * process; and the generation started in a thread of its own (once per
  * process); and that thread joined (when a context shuts down). */
 int odnn_gemm_warm_impl(const char *impl);
-void odnn_gemm_warm_start(void);
+int odnn_gemm_warm_start(void);
 void odnn_gemm_warm_join(void);
 /* Whether IC -> OC channels suit the kernel (multiples of 8, enough work
  * per tap to beat oneDNN's). */

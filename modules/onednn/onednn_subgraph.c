@@ -4287,6 +4287,16 @@ static struct odnn_step *odnn_next_step(struct odnn_build *b, uint32_t kind, int
     return s;
 }
 
+/* Says that node NODE's step started the generation of oneDNN's GEMM
+ * kernels (onednn_warm.c). */
+static void odnn_warm_told(struct odnn_build *b, int64_t node)
+{
+    onednn_host->log_message(b->ctx->host_ctx, PL_LOG_DEBUG,
+                             "node '%s' runs on oneDNN's JIT GEMM: its kernels are generated in "
+                             "a thread of their own while the subgraph compiles",
+                             node >= 0 ? onednn_host->graph->node_name(b->v, (size_t)node) : "?");
+}
+
 static int odnn_add_step(struct odnn_build *b, uint32_t kind, const_dnnl_primitive_desc_t pd,
                          int64_t node, pl_status **out_st)
 {
@@ -4327,8 +4337,8 @@ static int odnn_add_step(struct odnn_build *b, uint32_t kind, const_dnnl_primiti
      * runs 1.0 ms then 1.5-6.5 while it ran). */
     const char *impl = NULL;
     if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
-        odnn_gemm_warm_impl(impl))
-        odnn_gemm_warm_start();
+        odnn_gemm_warm_impl(impl) && odnn_gemm_warm_start())
+        odnn_warm_told(b, node);
     const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     c->n_bf16 += wmd != NULL && wmd->data_type == dnnl_bf16;
     const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
@@ -14675,7 +14685,8 @@ static pl_status *odnn_make_primitives(struct odnn_build *b)
             dnnl_primitive_desc_query(c->steps[i].pd, dnnl_query_impl_info_str, 0, &impl) ==
                 dnnl_success &&
             odnn_gemm_warm_impl(impl)) {
-            odnn_gemm_warm_start();
+            if (odnn_gemm_warm_start())
+                odnn_warm_told(b, c->steps[i].node);
             break;
         }
     }

@@ -11,9 +11,16 @@
  * of session creation (from the first step that runs on gemm:jit, not
  * before: a session that never runs it would pay in its first runs); a
  * run that comes sooner waits for it inside oneDNN, as it waited for its
- * own generation before. The thread is joined when a context shuts down,
- * when the process exits, and before a fork (a child must not inherit
- * the locks it holds). */
+ * own generation before. The thread is joined when the compile that
+ * started it returns (onednn_compiled), so no thread of the module is in
+ * oneDNN once the call is over: an application that exit()s with its
+ * runtime alive ran oneDNN's static destructors while the thread still
+ * generated, and crashed (SIGSEGV or a heap check's abort, 30 of 30
+ * processes with timm's coat_lite_tiny; the generation then overlaps the
+ * rest of that compile only: levit_128s' session 35-55 -> 64-73 ms, its
+ * first run no slower). Also when a context shuts down, when the process
+ * exits, and before a fork (a child must not inherit the locks it
+ * holds). */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include "onednn.h"
 
@@ -52,21 +59,24 @@ static void odnn_warm_forked(void)
     odnn_warm_state = 2;
 }
 
-void odnn_gemm_warm_start(void)
+int odnn_gemm_warm_start(void)
 {
     if (__atomic_load_n(&odnn_warm_state, __ATOMIC_ACQUIRE) != 0)
-        return;
+        return 0;
+    int started = 0;
     pthread_mutex_lock(&odnn_warm_lock);
     if (odnn_warm_state == 0) {
         if (pthread_atfork(odnn_warm_before_fork, NULL, odnn_warm_forked) == 0 &&
             pthread_create(&odnn_warm_thread, NULL, odnn_warm_main, NULL) == 0) {
             pthread_setname_np(odnn_warm_thread, "pl-onednn-warm");
             __atomic_store_n(&odnn_warm_state, 1, __ATOMIC_RELEASE);
+            started = 1;
         } else {
             __atomic_store_n(&odnn_warm_state, 2, __ATOMIC_RELEASE); /* the first run generates them */
         }
     }
     pthread_mutex_unlock(&odnn_warm_lock);
+    return started;
 }
 
 int odnn_gemm_warm_impl(const char *impl)
