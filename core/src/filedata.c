@@ -557,7 +557,9 @@ void pl_filedata_mark_used(pl_filedata *f, const bool *used)
     pthread_mutex_unlock(&f->mu);
 }
 
-pl_status *pl_filedata_enter(pl_filedata *f)
+/* A user enters: ALL reads back every dropped constant, else those NEED
+ * marks (NULL: none). */
+static pl_status *pl_fd_enter(pl_filedata *f, const bool *need, bool all)
 {
     if (f == NULL)
         return NULL;
@@ -565,9 +567,27 @@ pl_status *pl_filedata_enter(pl_filedata *f)
     f->users++;
     f->owner = NULL;
     f->droppable = NULL;
-    pl_status *st = pl_fd_restore_all(f);
+    pl_status *st = NULL;
+    for (size_t i = 0; st == NULL && i < f->n && atomic_load(&f->n_dropped) > 0; i++)
+        if (!f->e[i].unused && (all || (need != NULL && need[i])))
+            st = pl_fd_restore(f, &f->e[i]);
     pthread_mutex_unlock(&f->mu);
     return st;
+}
+
+pl_status *pl_filedata_enter(pl_filedata *f)
+{
+    return pl_fd_enter(f, NULL, true);
+}
+
+pl_status *pl_filedata_enter_only(pl_filedata *f, const bool *need)
+{
+    return pl_fd_enter(f, need, false);
+}
+
+pl_status *pl_filedata_enter_lazy(pl_filedata *f)
+{
+    return pl_fd_enter(f, NULL, false);
 }
 
 pl_status *pl_filedata_reread(pl_filedata *f)

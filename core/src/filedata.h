@@ -13,7 +13,9 @@
  *
  * The bookkeeping, all under one lock:
  *   - users: session creations (and saves) in progress; they see every
- *     constant resident (acquire reads the dropped ones back);
+ *     constant resident (acquire reads the dropped ones back), or, a
+ *     part of the model's creation, every constant its graph reads, and a
+ *     weighing at run time what it asks for (pl_filedata_need);
  *   - pins: live sessions whose steps read a constant in place at run time
  *     (kernels of imperative modules, symbolic modules without the
  *     capability, copies, graph outputs); a pinned constant stays;
@@ -94,6 +96,22 @@ long pl_filedata_find(const pl_filedata *f, const void *addr);
 /* A session creation (or save) starts: every dropped constant is read back.
  * Always pair with pl_filedata_leave, also after a failure. */
 pl_status *pl_filedata_enter(pl_filedata *f);
+
+/* The same for a session of a graph that is part of the model (a staged
+ * session's prefix or tail, a control-flow body, what folding runs): only
+ * the dropped constants that NEED marks (one per recorded constant: those
+ * the part's graph reads) are read back. A staged session's tail, made at
+ * its first run of a shape, read back every weight of the model's
+ * backbone otherwise, to drop them again when it was made: RetinaNet's
+ * first run peaked 130 MB above its later ones. */
+pl_status *pl_filedata_enter_only(pl_filedata *f, const bool *need);
+
+/* A use of the constants outside a creation that reads back only what it
+ * asks for (pl_filedata_need: a module weighing a node at run time), to be
+ * dropped at pl_filedata_leave: the measured check weighed each slow node
+ * of RetinaNet's backbone at its tenth run, and the weights that brought
+ * back (121 MB) stayed resident for the session's life. */
+pl_status *pl_filedata_enter_lazy(pl_filedata *f);
 
 /* The model's graph was rewritten: USED (one per recorded constant) marks
  * those its tensors read. The others (weights a rewrite replaced: a Conv

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "filedata.h"
 #include "graph_view.h"
 #include "plinth/module.h"
 #include "registry.h"
@@ -73,8 +74,8 @@ static pl_status *pl_measure_oom(void)
  * work, as its module timed it (ABI 1.17), was slow by the thresholds for
  * a subgraph against their own estimates: appended to *OUT. */
 static pl_status *pl_measure_nodes(const pl_prog_step *st, const pl_part_cluster *cl,
-                                   pl_partition *part, unsigned runs, pl_measure_slow **out,
-                                   size_t *out_n)
+                                   pl_partition *part, struct pl_filedata *files, unsigned runs,
+                                   pl_measure_slow **out, size_t *out_n)
 {
     pl_module *m = st->module;
     if (!PL_ABI_HAS_FN(pl_module_api, &m->api, compiled_times) || cl->n_nodes == 0)
@@ -90,9 +91,18 @@ static pl_status *pl_measure_nodes(const pl_prog_step *st, const pl_part_cluster
         double us = (double)t[i].min_ns / 1e3, own_us, alt_us;
         int32_t alt;
         pl_nid n = cl->nodes[i];
-        if (t[i].runs == 0 || us < PL_MEASURE_FLOOR_US ||
-            !pl_partition_node_weigh(part, n, &own_us, &alt_us, &alt) ||
-            us < PL_MEASURE_OVER_EST * own_us || us < PL_MEASURE_OVER_ALT * alt_us)
+        if (t[i].runs == 0 || us < PL_MEASURE_FLOOR_US)
+            continue;
+        /* (the weights a module reads to weigh the node go again after) */
+        pl_status *in = pl_filedata_enter_lazy(files);
+        bool weighed = in == NULL && pl_partition_node_weigh(part, n, &own_us, &alt_us, &alt);
+        pl_status *left = pl_filedata_leave(files, NULL, 0);
+        pl_status_free(in);
+        if (left != NULL) {
+            pl_free(t);
+            return left;
+        }
+        if (!weighed || us < PL_MEASURE_OVER_EST * own_us || us < PL_MEASURE_OVER_ALT * alt_us)
             continue;
         pl_measure_slow *s = pl_measure_add(out, out_n);
         if (s == NULL) {
@@ -129,7 +139,8 @@ pl_status *pl_measure_slow_steps(const pl_program *p, pl_partition *part, unsign
             size_t before = *out_n;
             if (!early && pl_measure_timed(st) && st->cluster < pl_partition_cluster_count(part))
                 PL_RETURN_IF_ERROR(pl_measure_nodes(st, pl_partition_cluster(part, st->cluster),
-                                                    part, runs, out, out_n));
+                                                    part, pl_graph_filedata(p->g), runs, out,
+                                                    out_n));
             for (size_t k = before; k < *out_n; k++)
                 (*out)[k].step = i;
             continue;

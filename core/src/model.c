@@ -566,6 +566,51 @@ static pl_status *pl_model_settle_in(pl_model *m)
     return pl_status_wrap(st, "%s: ", m->path);
 }
 
+/* Marks in NEED the recorded constants (filedata.h) of G's tensors that
+ * its nodes read (or, BODY, of all its tensors: a control-flow body), its
+ * outputs and the bodies within it. Not every tensor of G: a staged
+ * session's part (pl_graph_extract) keeps the whole model's tensors. */
+static void pl_model_mark_file(const pl_filedata *f, const pl_graph *g, bool body, bool *need)
+{
+    for (pl_tid t = 0; body && t < (pl_tid)pl_graph_tensor_count(g); t++) {
+        long e = pl_filedata_find(f, pl_graph_get_tensor(g, t)->data);
+        if (e >= 0)
+            need[e] = true;
+    }
+    for (pl_nid i = 0; i < (pl_nid)pl_graph_node_count(g); i++) {
+        const pl_graph_node *n = pl_graph_get_node(g, i);
+        for (size_t k = 0; !body && k < n->n_inputs; k++) {
+            long e = n->inputs[k] != PL_TID_NONE
+                         ? pl_filedata_find(f, pl_graph_get_tensor(g, n->inputs[k])->data)
+                         : -1;
+            if (e >= 0)
+                need[e] = true;
+        }
+        for (size_t a = 0; a < n->n_attrs; a++)
+            if (n->attrs[a].kind == PL_ATTR_GRAPH)
+                for (size_t k = 0; k < n->attrs[a].n; k++)
+                    pl_model_mark_file(f, n->attrs[a].graphs[k], true, need);
+    }
+    for (size_t i = 0; !body && i < pl_graph_output_count(g); i++) {
+        long e = pl_filedata_find(f, pl_graph_get_tensor(g, pl_graph_output(g, i))->data);
+        if (e >= 0)
+            need[e] = true;
+    }
+}
+
+pl_status *pl_model_enter_file(pl_model *m, const pl_graph *g)
+{
+    pl_filedata *f = m->filedata;
+    size_t n = pl_filedata_count(f);
+    bool *need = m->part && n > 0 ? pl_calloc(n, sizeof *need) : NULL;
+    if (need == NULL) /* (out of memory too: read back all, as a whole model's) */
+        return pl_filedata_enter(f);
+    pl_model_mark_file(f, g, false, need);
+    pl_status *st = pl_filedata_enter_only(f, need);
+    pl_free(need);
+    return st;
+}
+
 pl_status *pl_model_settle(pl_model *m)
 {
     pthread_mutex_lock(&m->settle_mu);

@@ -101,6 +101,17 @@ pl_status *pl_model_optimize(pl_model *m);
  * JSON save, the counts) calls it first. Errors name the model file. */
 pl_status *pl_model_settle(pl_model *model);
 
+/* A creation from M (a session's, a staged session's) starts using the
+ * model file's constants (filedata.h), G the graph it reads: every dropped
+ * constant is read back (pl_filedata_enter), or, for a part of a model (a
+ * staged session's prefix or tail, a control-flow body), only those G and
+ * its bodies read (pl_filedata_enter_only): a staged session's tail, made
+ * at the first run of a shape, read back every weight of a detector's
+ * backbone and dropped them again when it was made (RetinaNet at 320x320:
+ * that run peaked 130 MB above the later ones). Always paired with
+ * pl_filedata_leave, also after a failure. */
+pl_status *pl_model_enter_file(pl_model *m, const pl_graph *g);
+
 void pl_model_retain(pl_model *model);
 void pl_model_release(pl_model *model);
 

@@ -684,7 +684,7 @@ static void pl_sess_plan_free(pl_session *s, pl_sess_plan *p)
 static pl_status *pl_sess_plan_without(pl_session *s, const pl_measure_slow *slow, size_t n)
 {
     pl_filedata *f = s->model->filedata;
-    pl_status *st = pl_filedata_enter(f);
+    pl_status *st = pl_model_enter_file(s->model, s->g);
     s->entered = true;
     if (st == NULL)
         st = pl_sess_partition_by(s, &s->part);
@@ -979,7 +979,7 @@ static pl_status *pl_session_create_in(pl_model *model, const pl_session_options
         *out_session = s;
         return NULL;
     }
-    pl_status *st = pl_filedata_enter(model->filedata);
+    pl_status *st = pl_model_enter_file(s->model, s->g);
     s->entered = true;
     if (st == NULL)
         st = pl_sess_place_init(s, options);

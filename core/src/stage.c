@@ -715,7 +715,7 @@ pl_status *pl_stage_create(pl_model *model, const pl_session_options *options,
     s->model = model;
     s->g = model->graph;
     pl_filedata *f = model->filedata;
-    pl_status *st = pl_filedata_enter(f);
+    pl_status *st = pl_model_enter_file(model, s->g);
     if (st == NULL)
         st = stg_build(s, options);
     if (!s->left) { /* the build failed before it left (stg_build) */

@@ -1810,6 +1810,82 @@ class OnnxTest(unittest.TestCase):
         finally:
             rt.close()
 
+    def test_staged_tail_reads_no_weights_back(self):
+        """A staged session (a detector's NonZero: the tail's shapes only a
+        run gives) plans its tail at the first run of a shape. The tail's
+        creation reads back only the weights the tail reads, none here,
+        where it read back every weight the prefix's modules had dropped
+        (a detector's whole backbone, dropped again when the tail was made:
+        RetinaNet's first run peaked 130 MB above its later ones), and the
+        results stay right over new shapes' tails."""
+        rt, rng, (w1, w2, c) = drop_setup(self, "drop_stage.ini", 10)
+        try:
+            def build(h, T):
+                g = drop_graph(h, T, [h.make_tensor(n, T.FLOAT, a.shape, a.tobytes(), raw=True)
+                                      for n, a in (("w1", w1), ("w2", w2), ("c", c))])
+                g.node.extend([
+                    h.make_node("Greater", ["y", "t"], ["pos"], name="gt"),
+                    h.make_node("NonZero", ["pos"], ["nz"], name="nz"),
+                    h.make_node("Transpose", ["nz"], ["idx"], name="tr", perm=[1, 0]),
+                    h.make_node("GatherND", ["y", "idx"], ["vals"], name="pick")])
+                g.input.append(h.make_tensor_value_info("t", T.FLOAT, []))
+                del g.output[:]
+                g.output.extend([h.make_tensor_value_info("vals", T.FLOAT, ["K"])])
+                return g
+            m = rt.load_model(onnx_model("drop_stage.onnx", build))
+            s = m.session()
+            x = rng.standard_normal((128, 256), dtype=np.float32)
+            y = np.maximum(x @ w1, 0) @ w2 - c
+            for t in (0.5, 1.0, 1.0, 2.0):  # three shapes of the tail
+                got = s.run({"x": x, "t": np.float32(t)})["vals"]
+                want = y[y > t]
+                self.assertEqual(got.shape, want.shape, t)
+                np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+            self.assertEqual(file_constants(s)["read_back_bytes"], 0)
+            self.assertGreater(file_constants(s)["dropped_bytes"], w1.nbytes)
+            s.close()
+            m.close()
+        finally:
+            rt.close()
+
+    def test_measured_check_drops_weights_it_weighed(self):
+        """The measured check (`[placement] measure = yes`) weighs each node
+        of a compiled subgraph that ran a millisecond or more, after the
+        session's tenth run; a module reads the node's weights to weigh it.
+        Those are read back for the weighing and dropped again after it,
+        where they stayed resident for the session's life (RetinaNet's
+        backbone: 121 MB)."""
+        rt = plinth.Runtime(config=write_ini("[placement]\norder = onednn, cpu\n",
+                                             "drop_measure.ini"))
+        if "onednn" not in [d.module for d in rt.devices()]:
+            rt.close()
+            self.skipTest("the onednn module is not loaded")
+        rng = np.random.default_rng(11)
+        try:
+            w = rng.standard_normal((2048, 2048), dtype=np.float32) * 0.02
+            m = rt.load_model(onnx_model("drop_measure.onnx", lambda h, T: h.make_graph(
+                [h.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g",
+                [h.make_tensor_value_info("x", T.FLOAT, [512, 2048])],
+                [h.make_tensor_value_info("y", T.FLOAT, [512, 2048])],
+                [h.make_tensor("w", T.FLOAT, w.shape, w.tobytes(), raw=True)])))
+            s = m.session(measure=True)
+            if [p["backend"] for p in s.describe()["placement"]] != ["onednn"]:
+                self.skipTest("the product is not placed on onednn here")
+            x = rng.standard_normal((512, 2048), dtype=np.float32)
+            for _ in range(12):
+                y = s.run({"x": x})["y"]
+            np.testing.assert_allclose(y, x @ w, rtol=1e-3, atol=1e-3)
+            if any("measured" in t for t in s.warnings):
+                self.skipTest("a loaded host made the subgraph a suspect: %s" % s.warnings)
+            fc = file_constants(s)
+            # weighed (read back) after the tenth run, then dropped again
+            self.assertEqual(fc, {"resident_bytes": 0, "dropped_bytes": w.nbytes,
+                                  "read_in_place_bytes": 0, "read_back_bytes": w.nbytes})
+            s.close()
+            m.close()
+        finally:
+            rt.close()
+
     def test_weights_dropped_while_modules_hold_copies(self):
         """The core reads an ONNX initializer's raw_data out of the file
         itself and drops its copy while only modules that keep their own
