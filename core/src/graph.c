@@ -1194,6 +1194,93 @@ static pl_status *pl_graph_loop_of(const pl_graph *g, pl_nid id, const char *wha
     return NULL;
 }
 
+/* The axes of Squeeze or Unsqueeze node N of BODY (its attribute, or its
+ * constant second input from opset 13) into AXES (CAP of them), their
+ * count into *N_AXES; false when they are not known so. */
+static bool pl_graph_squeeze_axes(const pl_graph *body, const pl_graph_node *n, int64_t *axes,
+                                  size_t cap, size_t *n_axes)
+{
+    const pl_attr *a = pl_graph_node_attr(n, "axes");
+    if (a != NULL && a->kind == PL_ATTR_INTS && a->n <= cap) {
+        memcpy(axes, a->ints, a->n * sizeof *axes);
+        *n_axes = a->n;
+        return true;
+    }
+    if (a != NULL || n->n_formal_inputs != 2 || n->inputs[1] == PL_TID_NONE)
+        return false;
+    const pl_graph_tensor *t = &body->tensors[n->inputs[1]];
+    if (t->data == NULL || !PL_DTYPE_EQ(t->dtype, PL_DTYPE_I64) || t->nbytes % 8 != 0 ||
+        t->nbytes / 8 > cap)
+        return false;
+    memcpy(axes, t->data, t->nbytes);
+    *n_axes = t->nbytes / 8;
+    return true;
+}
+
+/* Whether constant T holds one value, of rank 1 at most, that is zero
+ * (every byte: +0.0 for a float). */
+static bool pl_graph_is_zero_scalar(const pl_graph_tensor *t)
+{
+    if (t->data == NULL || t->ndim > 1 || t->nbytes == 0 || t->nbytes != pl_dtype_size(t->dtype))
+        return false;
+    for (size_t i = 0; i < t->nbytes; i++)
+        if (((const unsigned char *)t->data)[i] != 0)
+            return false;
+    return true;
+}
+
+/* Whether OUT of BODY is IN's value, through nodes that give their input
+ * back: Identity, an Unsqueeze undone by a Squeeze of the same axes, an
+ * Add or Sub of a one-value zero between them (paddle2onnx passes a Loop's
+ * carried value on as Squeeze(Unsqueeze(x, 0) + 0.0, 0)). Adding +0.0
+ * turns a -0.0 into +0.0, which is all that can differ. */
+static bool pl_graph_same_value(const pl_graph *body, pl_tid out, pl_tid in)
+{
+    int64_t sq[PL_GRAPH_MAX_RANK], un[PL_GRAPH_MAX_RANK];
+    size_t n_sq = 0, n_un = 0;
+    bool squeezed = false;
+    for (int step = 0; step < 16 && out != PL_TID_NONE; step++) {
+        if (out == in)
+            return !squeezed;
+        pl_nid p = body->tensors[out].producer;
+        if (p == PL_NID_NONE || p >= body->n_nodes)
+            return false;
+        const pl_graph_node *n = &body->nodes[p];
+        if (n->domain[0] != '\0' || n->n_formal_inputs < 1 || n->n_outputs != 1)
+            return false;
+        bool add = strcmp(n->op, "Add") == 0, sub = strcmp(n->op, "Sub") == 0;
+        if (strcmp(n->op, "Identity") == 0) {
+            out = n->inputs[0];
+        } else if ((add || sub) && n->n_formal_inputs == 2 && n->inputs[0] != PL_TID_NONE &&
+                   n->inputs[1] != PL_TID_NONE) {
+            /* a one-value zero leaves the shape as it is where the other
+             * operand has a rank at least its own: one unsqueezed has */
+            const pl_graph_tensor *a = &body->tensors[n->inputs[0]];
+            const pl_graph_tensor *b = &body->tensors[n->inputs[1]];
+            if (pl_graph_is_zero_scalar(b) && (b->ndim == 0 || squeezed))
+                out = n->inputs[0];
+            else if (add && pl_graph_is_zero_scalar(a) && (a->ndim == 0 || squeezed))
+                out = n->inputs[1];
+            else
+                return false;
+        } else if (strcmp(n->op, "Squeeze") == 0 && !squeezed) {
+            if (!pl_graph_squeeze_axes(body, n, sq, PL_GRAPH_MAX_RANK, &n_sq) || n_sq == 0)
+                return false;
+            squeezed = true;
+            out = n->inputs[0];
+        } else if (strcmp(n->op, "Unsqueeze") == 0 && squeezed) {
+            if (!pl_graph_squeeze_axes(body, n, un, PL_GRAPH_MAX_RANK, &n_un) || n_un != n_sq ||
+                memcmp(un, sq, n_sq * sizeof *sq) != 0)
+                return false;
+            squeezed = false;
+            out = n->inputs[0];
+        } else {
+            return false;
+        }
+    }
+    return false;
+}
+
 bool pl_graph_carried_hoistable(const pl_graph *g, pl_nid id, size_t k)
 {
     if (id >= g->n_nodes)
@@ -1205,7 +1292,7 @@ bool pl_graph_carried_hoistable(const pl_graph *g, pl_nid id, size_t k)
         k >= n->n_outputs || n->inputs[2 + k] == PL_TID_NONE)
         return false;
     pl_tid in = body->inputs[2 + k];
-    if (body->outputs[1 + k] != in)
+    if (!pl_graph_same_value(body, body->outputs[1 + k], in))
         return false;
     for (size_t j = 0; j < body->n_outputs; j++)
         if (j != 1 + k && body->outputs[j] == in)
@@ -1589,6 +1676,127 @@ pl_status *pl_graph_hoist_gathered_product(const pl_graph *g, pl_nid id, pl_nid 
                                (const char *const[]){row, body->tensors[c_in].name}, 2,
                                (const char *const[]){yt->name}, 1, NULL);
     pl_free(drop);
+    return pl_graph_body_swapped(c, id, b, st, out_graph);
+}
+
+/* The largest constant of a body that goes out with a hoisted node. */
+#define PL_GRAPH_HOIST_CONST_BYTES 4096
+
+bool pl_graph_body_node_invariant(const pl_graph *g, pl_nid id, pl_nid node)
+{
+    const pl_graph_node *n = id < g->n_nodes ? &g->nodes[id] : NULL;
+    const pl_graph *body = n != NULL ? pl_graph_loop_body(n) : NULL;
+    if (body == NULL || node >= body->n_nodes)
+        return false;
+    const pl_graph_node *bn = &body->nodes[node];
+    /* random ops draw anew each iteration */
+    static const char *const drawn[] = {"RandomNormal", "RandomUniform", "RandomNormalLike",
+                                        "RandomUniformLike", "Bernoulli", "Multinomial",
+                                        "Dropout"};
+    if (bn->domain[0] != '\0' || bn->n_formal_inputs == 0 || bn->n_outputs == 0 ||
+        bn->n_inputs != bn->n_formal_inputs)
+        return false;
+    for (size_t i = 0; i < sizeof drawn / sizeof *drawn; i++)
+        if (strcmp(bn->op, drawn[i]) == 0)
+            return false;
+    for (size_t a = 0; a < bn->n_attrs; a++)
+        if (bn->attrs[a].kind == PL_ATTR_GRAPH || bn->attrs[a].kind == PL_ATTR_GRAPHS)
+            return false;
+    bool any = false;
+    for (size_t j = 0; j < bn->n_formal_inputs; j++) {
+        if (bn->inputs[j] == PL_TID_NONE)
+            continue;
+        const pl_graph_tensor *t = &body->tensors[bn->inputs[j]];
+        if (t->data != NULL && !t->is_outer && t->nbytes <= PL_GRAPH_HOIST_CONST_BYTES)
+            continue; /* (an axes or shape input: copied out with the node) */
+        if (!t->is_outer || pl_graph_find_tensor(g, t->name) == PL_TID_NONE)
+            return false;
+        any = true;
+    }
+    for (size_t o = 0; any && o < bn->n_outputs; o++) {
+        if (bn->outputs[o] == PL_TID_NONE)
+            continue;
+        const pl_graph_tensor *t = &body->tensors[bn->outputs[o]];
+        if (t->is_output || pl_graph_find_tensor(g, t->name) != PL_TID_NONE ||
+            pl_graph_bodies_read(body, t->name))
+            return false;
+    }
+    return any;
+}
+
+pl_status *pl_graph_hoist_body_node(const pl_graph *g, pl_nid id, pl_nid node,
+                                    pl_graph **out_graph)
+{
+    *out_graph = NULL;
+    const pl_graph_node *n = NULL;
+    const pl_graph *body = NULL;
+    PL_RETURN_IF_ERROR(pl_graph_loop_of(g, id, "hoisting a node", &n, &body));
+    if (!pl_graph_body_node_invariant(g, id, node))
+        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "hoisting a node: node %u of the "
+                                "body of '%s' reads what the body computes", node, n->name);
+    const pl_graph_node *bn = &body->nodes[node];
+    const char **ins = pl_calloc(bn->n_formal_inputs, sizeof *ins);
+    const char **outs = pl_calloc(bn->n_outputs, sizeof *outs);
+    bool *drop = pl_calloc(body->n_nodes, sizeof *drop);
+    pl_graph *c = NULL, *b = NULL;
+    pl_status *st = ins && outs && drop ? pl_graph_copy_rewritten(g, NULL, NULL, &c)
+                                        : pl_graph_oom("hoisting a node");
+    /* a constant of the body it reads goes out with it, a copy under a
+     * name the outer graph does not use */
+    char (*cnames)[560] = st == NULL ? pl_calloc(bn->n_formal_inputs, sizeof *cnames) : NULL;
+    if (st == NULL && cnames == NULL)
+        st = pl_graph_oom("hoisting a node");
+    for (size_t j = 0; st == NULL && j < bn->n_formal_inputs; j++) {
+        ins[j] = bn->inputs[j] == PL_TID_NONE ? "" : body->tensors[bn->inputs[j]].name;
+        const pl_graph_tensor *t = bn->inputs[j] == PL_TID_NONE ? NULL
+                                                                : &body->tensors[bn->inputs[j]];
+        if (t == NULL || t->is_outer)
+            continue;
+        char tmp[560];
+        snprintf(cnames[j], sizeof cnames[j], "%s",
+                 pl_graph_free_name(c, false, t->name, "hoisted", tmp, sizeof tmp));
+        pl_tid ct;
+        st = pl_graph_tensor_get_or_add(c, cnames[j], &ct);
+        if (st == NULL)
+            st = pl_graph_set_type(c, ct, t->dtype, t->ndim, t->dims,
+                                   (const char *const *)t->dim_params);
+        if (st == NULL)
+            st = pl_graph_set_constant(c, ct, t->data, t->nbytes);
+        ins[j] = cnames[j];
+    }
+    for (size_t o = 0; st == NULL && o < bn->n_outputs; o++)
+        outs[o] = bn->outputs[o] == PL_TID_NONE ? "" : body->tensors[bn->outputs[o]].name;
+    /* outside: the node itself, before the Loop (validation orders it) */
+    char buf[560];
+    pl_nid at = PL_NID_NONE;
+    if (st == NULL)
+        st = pl_graph_add_node(c, pl_graph_free_name(c, true, bn->name, "hoisted", buf, sizeof buf),
+                               bn->op, "", ins, bn->n_formal_inputs, outs, bn->n_outputs, &at);
+    if (st == NULL)
+        st = pl_graph_node_copy_attrs(c, at, bn);
+    /* inside: its outputs read from outside */
+    if (st == NULL) {
+        drop[node] = true;
+        st = pl_graph_copy_rewritten(body, drop, NULL, &b);
+    }
+    for (size_t o = 0; st == NULL && o < bn->n_outputs; o++) {
+        if (bn->outputs[o] == PL_TID_NONE)
+            continue;
+        const pl_graph_tensor *t = &body->tensors[bn->outputs[o]];
+        pl_tid bt;
+        st = pl_graph_tensor_get_or_add(b, t->name, &bt);
+        if (st == NULL)
+            st = pl_graph_set_type(b, bt, t->dtype, t->ndim, t->dims,
+                                   (const char *const *)t->dim_params);
+    }
+    pl_free(cnames);
+    pl_free(ins);
+    pl_free(outs);
+    pl_free(drop);
+    if (st != NULL && c == NULL) {
+        pl_graph_destroy(b);
+        return st;
+    }
     return pl_graph_body_swapped(c, id, b, st, out_graph);
 }
 

@@ -278,10 +278,26 @@ pl_status *pl_graph_loop_live_carried(const pl_graph *g, pl_nid id, bool *live,
 pl_status *pl_graph_drop_carried(const pl_graph *g, pl_nid id, const bool *live,
                                  const bool *node_live, pl_graph **out_graph);
 /* Whether carried value K of Loop node ID of G (validated) can be hoisted:
- * its body output is its body input, given once, no nested body reads it,
+ * its body output is its body input (or that value through nodes that give
+ * it back: Identity, an Unsqueeze a Squeeze undoes, an Add or Sub of a
+ * one-value zero between, as paddle2onnx passes its weights on; only a
+ * -0.0 may come back +0.0), given once, no nested body reads it,
  * the body has no tensor of its own of the initial tensor's name, and
  * the final value is no graph output. */
 bool pl_graph_carried_hoistable(const pl_graph *g, pl_nid id, size_t k);
+/* Whether node NODE of Loop node ID's body (G validated) computes the same
+ * in every iteration: a deterministic op of the default domain without
+ * bodies, every input it reads a tensor of G (an outer-scope reference,
+ * none a body input or a value the body computes) or a small constant of
+ * the body (axes, a shape: copied out with it), one at least from G, its
+ * outputs no body outputs, read by no nested body, and named by no tensor
+ * of G. */
+bool pl_graph_body_node_invariant(const pl_graph *g, pl_nid id, pl_nid node);
+/* G with node NODE of Loop node ID's body (pl_graph_body_node_invariant)
+ * moved before the Loop: computed once, the body reading its outputs from
+ * outside. Constants are borrowed; the copy is not validated. */
+pl_status *pl_graph_hoist_body_node(const pl_graph *g, pl_nid id, pl_nid node,
+                                    pl_graph **out_graph);
 /* G with the product PRODUCT (a MatMul, or a Gemm, of body node GATHER's
  * rows by a matrix from outside) of Loop node ID's body moved before the
  * Loop: a MatMul of the whole outer tensor the Gather reads by that matrix

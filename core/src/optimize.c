@@ -435,6 +435,44 @@ pl_status *pl_graph_hoist_loop_invariants(const pl_graph *g, pl_graph **out_grap
     return NULL;
 }
 
+pl_status *pl_graph_hoist_loop_nodes(const pl_graph *g, pl_graph **out_graph,
+                                     pl_rewrites *rewrites)
+{
+    *out_graph = NULL;
+    for (size_t i = 0; i < pl_graph_node_count(g); i++) {
+        const pl_graph_node *n = pl_graph_get_node(g, (pl_nid)i);
+        const pl_attr *ba = pl_graph_node_attr(n, "body");
+        if (strcmp(n->op, "Loop") != 0 || n->domain[0] != '\0' || ba == NULL ||
+            ba->kind != PL_ATTR_GRAPH || ba->n != 1)
+            continue;
+        const pl_graph *body = ba->graphs[0];
+        for (size_t k = 0; k < pl_graph_node_count(body); k++) {
+            if (!pl_graph_body_node_invariant(g, (pl_nid)i, (pl_nid)k))
+                continue;
+            const pl_graph_node *bn = pl_graph_get_node(body, (pl_nid)k);
+            char name[256], op[64];
+            snprintf(name, sizeof name, "%s", bn->name);
+            snprintf(op, sizeof op, "%s", bn->op);
+            pl_graph *next = NULL;
+            pl_status *st = pl_graph_hoist_body_node(g, (pl_nid)i, (pl_nid)k, &next);
+            PL_RETURN_IF_ERROR(pl_opt_loop_kept(&next, "Loop", n->name, "its body kept as it is",
+                                                st, rewrites));
+            if (next == NULL)
+                return NULL; /* (noted: no other node of it is tried this round) */
+            if (!pl_rewrites_add(rewrites, "Loop '%s': %s '%s' reads only what every "
+                                           "iteration shares: computed once, before the Loop",
+                                 n->name, op, name)) {
+                pl_graph_destroy(next);
+                return pl_status_create(PL_CODE_OUT_OF_MEMORY,
+                                        "out of memory optimising the graph");
+            }
+            *out_graph = next; /* one a call, as pl_graph_inline_ifs */
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
 /* ---- Dead carried values ------------------------------------------------------ */
 
 pl_status *pl_graph_drop_dead_carried(const pl_graph *g, pl_graph **out_graph,

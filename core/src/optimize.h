@@ -89,6 +89,17 @@ pl_status *pl_graph_drop_dead_carried(const pl_graph *g, pl_graph **out_graph,
 pl_status *pl_graph_hoist_loop_invariants(const pl_graph *g, pl_graph **out_graph,
                                           pl_rewrites *rewrites);
 
+/* The first node of a Loop's body that computes the same in every
+ * iteration (pl_graph_body_node_invariant: it reads only tensors from
+ * outside the body) moved before the Loop (pl_graph_hoist_body_node),
+ * computed once, the body reading its outputs from outside. paddle2onnx's
+ * attention decoders (SLANet's table structure, 501 steps) projected the
+ * encoder's features by the same matrix in every step: 85% of a step's
+ * multiply-adds. A Loop that runs no iteration computes them all the
+ * same. One node a call; same contract as pl_graph_inline_ifs. */
+pl_status *pl_graph_hoist_loop_nodes(const pl_graph *g, pl_graph **out_graph,
+                                     pl_rewrites *rewrites);
+
 /* The first MatMul (or Gemm with alpha and beta 1, A as it is) in a Loop's
  * body of the rows a Gather takes at the Loop's counter (the iteration
  * number, or a carried value stepped by 1) from a tensor from outside, by a

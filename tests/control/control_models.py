@@ -684,6 +684,61 @@ def onnx_models():
                            {"acc": acc, "w_neg": -W, "b_sq": b * b, "t_fin": t,
                             "rows": np.stack(rows)})
 
+    # loop_hoist_nodes: paddle2onnx's attention decoders (SLANet) pass the
+    # encoder's features to the Loop as a carried value given back as
+    # Squeeze(Unsqueeze(x, 0) + 0.0, 0) and project them by the same matrix
+    # every step. The features are read from outside (the chain gives the
+    # value back), and every node that then reads only what all iterations
+    # share goes before the Loop, its axes constant copied with it
+    # (EXPLAIN_EXPECT): the projection, its sum over the rows, the
+    # Transpose of the recurrent weights; the product by h stays.
+    C = np.array
+    body = h.make_graph(
+        [h.make_node("Constant", [], ["ax0"], name="ax0", value=numpy_helper.from_array(
+            C([0], np.int64), "ax0v")),
+         h.make_node("Constant", [], ["zero"], name="zero", value=numpy_helper.from_array(
+            C([0.0], np.float32), "zerov")),
+         h.make_node("Unsqueeze", ["feat_in", "ax0"], ["u"], name="u"),
+         h.make_node("Add", ["u", "zero"], ["z"], name="z"),
+         h.make_node("Squeeze", ["z", "ax0"], ["feat_out"], name="sq"),
+         h.make_node("MatMul", ["feat_in", "Wk"], ["kp"], name="kp"),
+         h.make_node("ReduceSum", ["kp", "ax0"], ["s"], name="s", keepdims=1),
+         h.make_node("Transpose", ["Wr"], ["wrt"], name="wrt", perm=[1, 0]),
+         h.make_node("MatMul", ["h_in", "wrt"], ["hr"], name="hr"),
+         h.make_node("Add", ["hr", "s"], ["pre"], name="pre"),
+         h.make_node("Tanh", ["pre"], ["h_out"], name="act"),
+         h.make_node("Identity", ["h_out"], ["row"], name="row"),
+         h.make_node("Identity", ["c"], ["c_out"], name="keep")],
+        "body",
+        [h.make_tensor_value_info("i", TensorProto.INT64, []),
+         h.make_tensor_value_info("c", TensorProto.BOOL, []),
+         h.make_tensor_value_info("h_in", f, [1, 3]),
+         h.make_tensor_value_info("feat_in", f, [4, 3])],
+        [h.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         h.make_tensor_value_info("h_out", f, [1, 3]),
+         h.make_tensor_value_info("feat_out", f, [4, 3]),
+         h.make_tensor_value_info("row", f, [1, 3])])
+    Wk = rng.uniform(-0.5, 0.5, (3, 3)).astype(np.float32)
+    Wr = rng.uniform(-0.5, 0.5, (3, 3)).astype(np.float32)
+    g = h.make_graph(
+        [h.make_node("Loop", ["n", "", "h0", "feat"], ["h_fin", "feat_fin", "rows"], name="lh",
+                     body=body)],
+        "loop_hoist_nodes",
+        [h.make_tensor_value_info("n", TensorProto.INT64, []),
+         h.make_tensor_value_info("h0", f, [1, 3]), h.make_tensor_value_info("feat", f, [4, 3])],
+        [h.make_tensor_value_info("h_fin", f, [1, 3]),
+         h.make_tensor_value_info("rows", f, None)],
+        [numpy_helper.from_array(Wk, "Wk"), numpy_helper.from_array(Wr, "Wr")])
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    h0 = rng.uniform(-1, 1, (1, 3)).astype(np.float32)
+    feat = rng.uniform(-1, 1, (4, 3)).astype(np.float32)
+    hh, rows = h0, []
+    for _ in range(3):
+        hh = np.tanh(hh @ Wr.T + (feat @ Wk).sum(0, keepdims=True))
+        rows.append(hh)
+    m["loop_hoist_nodes"] = (model, {"n": np.array(3, dtype=np.int64), "h0": h0, "feat": feat},
+                             {"h_fin": hh, "rows": np.stack(rows)})
+
     # loop_dead_carried: a while loop (its condition k + 1 < limit) with a
     # scan output, which the core splits into a Loop that counts the trips
     # and one that runs them (pl_opset_loop_count_split). The counting Loop
@@ -891,6 +946,12 @@ EXPLAIN_EXPECT = {
                      "'Wx') hoisted out of the body",
                      "Scan 'scan': Gemm 'mm_y' (of the slice of 'ys' each iteration, by 'Wyt') "
                      "hoisted out of the body"],
+    "loop_hoist_nodes": ["Loop 'lh': 1 carried value its body passes through unchanged read "
+                         "from outside instead ('feat')",
+                         "Loop 'lh': MatMul 'kp' reads only what every iteration shares: "
+                         "computed once, before the Loop",
+                         "Loop 'lh': ReduceSum 's' reads only what every iteration shares",
+                         "Loop 'lh': Transpose 'wrt' reads only what every iteration shares"],
     "loop_dead_carried": ["Loop 'dl': 1 of 3 carried values dropped",
                           "Loop 'dl_counting': 2 of 4 carried values dropped",
                           "its body runs 3 of its 7 nodes"],
@@ -902,6 +963,9 @@ EXPLAIN_REJECT = {
     "loop_product": ["Loop 'emb': MatMul", "Loop 'few': MatMul", "products left in",
                      "kept in its body"],
     "scan_product": ["products left in", "kept in its body"],
+    # h changes every iteration: its product stays in the body
+    "loop_hoist_nodes": ["MatMul 'hr' reads only", "Tanh 'act' reads only",
+                         "its body kept as it is", "a node left in its body"],
 }
 
 # A node of the case's bodies that a [placement] pin names in one more run.
