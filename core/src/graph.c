@@ -1682,14 +1682,11 @@ pl_status *pl_graph_hoist_gathered_product(const pl_graph *g, pl_nid id, pl_nid 
 /* The largest constant of a body that goes out with a hoisted node. */
 #define PL_GRAPH_HOIST_CONST_BYTES 4096
 
-bool pl_graph_body_node_invariant(const pl_graph *g, pl_nid id, pl_nid node)
+/* Whether body node BN may leave its body: a deterministic op of the
+ * default domain without bodies of its own (random ops draw anew each
+ * iteration). */
+static bool pl_graph_node_movable(const pl_graph_node *bn)
 {
-    const pl_graph_node *n = id < g->n_nodes ? &g->nodes[id] : NULL;
-    const pl_graph *body = n != NULL ? pl_graph_loop_body(n) : NULL;
-    if (body == NULL || node >= body->n_nodes)
-        return false;
-    const pl_graph_node *bn = &body->nodes[node];
-    /* random ops draw anew each iteration */
     static const char *const drawn[] = {"RandomNormal", "RandomUniform", "RandomNormalLike",
                                         "RandomUniformLike", "Bernoulli", "Multinomial",
                                         "Dropout"};
@@ -1702,55 +1699,102 @@ bool pl_graph_body_node_invariant(const pl_graph *g, pl_nid id, pl_nid node)
     for (size_t a = 0; a < bn->n_attrs; a++)
         if (bn->attrs[a].kind == PL_ATTR_GRAPH || bn->attrs[a].kind == PL_ATTR_GRAPHS)
             return false;
-    bool any = false;
-    for (size_t j = 0; j < bn->n_formal_inputs; j++) {
-        if (bn->inputs[j] == PL_TID_NONE)
-            continue;
-        const pl_graph_tensor *t = &body->tensors[bn->inputs[j]];
-        if (t->data != NULL && !t->is_outer && t->nbytes <= PL_GRAPH_HOIST_CONST_BYTES)
-            continue; /* (an axes or shape input: copied out with the node) */
-        if (!t->is_outer || pl_graph_find_tensor(g, t->name) == PL_TID_NONE)
-            return false;
-        any = true;
-    }
-    for (size_t o = 0; any && o < bn->n_outputs; o++) {
-        if (bn->outputs[o] == PL_TID_NONE)
-            continue;
-        const pl_graph_tensor *t = &body->tensors[bn->outputs[o]];
-        if (t->is_output || pl_graph_find_tensor(g, t->name) != PL_TID_NONE ||
-            pl_graph_bodies_read(body, t->name))
-            return false;
-    }
-    return any;
+    return true;
 }
 
-pl_status *pl_graph_hoist_body_node(const pl_graph *g, pl_nid id, pl_nid node,
-                                    pl_graph **out_graph)
+/* Whether body tensor T is a small constant of the body (axes, a shape),
+ * which goes out with a hoisted node. */
+static bool pl_graph_body_small_const(const pl_graph_tensor *t)
 {
-    *out_graph = NULL;
+    return t->data != NULL && !t->is_outer && t->producer == PL_NID_NONE &&
+           t->nbytes <= PL_GRAPH_HOIST_CONST_BYTES;
+}
+
+pl_status *pl_graph_body_moves(const pl_graph *g, pl_nid id, bool dead, bool *mark,
+                               size_t *out_n)
+{
+    *out_n = 0;
     const pl_graph_node *n = NULL;
     const pl_graph *body = NULL;
-    PL_RETURN_IF_ERROR(pl_graph_loop_of(g, id, "hoisting a node", &n, &body));
-    if (!pl_graph_body_node_invariant(g, id, node))
-        return pl_status_create(PL_CODE_INVALID_ARGUMENT, "hoisting a node: node %u of the "
-                                "body of '%s' reads what the body computes", node, n->name);
-    const pl_graph_node *bn = &body->nodes[node];
+    PL_RETURN_IF_ERROR(pl_graph_loop_of(g, id, "moving nodes", &n, &body));
+    size_t nb = body->n_nodes, count = 0;
+    memset(mark, 0, nb * sizeof *mark);
+    const pl_nid *topo = pl_graph_topo_order(body);
+    if (topo == NULL)
+        return NULL;
+    if (dead) { /* readers left, from the last node back */
+        size_t *uses = pl_calloc(body->n_tensors ? body->n_tensors : 1, sizeof *uses);
+        if (uses == NULL)
+            return pl_graph_oom("moving nodes");
+        for (size_t t = 0; t < body->n_tensors; t++)
+            uses[t] = body->tensors[t].n_consumers;
+        for (size_t i = nb; i-- > 0;) {
+            const pl_graph_node *bn = &body->nodes[topo[i]];
+            bool live = false;
+            for (size_t o = 0; o < bn->n_outputs && !live; o++) {
+                if (bn->outputs[o] == PL_TID_NONE)
+                    continue;
+                const pl_graph_tensor *t = &body->tensors[bn->outputs[o]];
+                live = uses[bn->outputs[o]] > 0 || t->is_output ||
+                       pl_graph_bodies_read(body, t->name);
+            }
+            if (live)
+                continue;
+            mark[topo[i]] = true;
+            count++;
+            for (size_t j = 0; j < bn->n_inputs; j++)
+                if (bn->inputs[j] != PL_TID_NONE && uses[bn->inputs[j]] > 0)
+                    uses[bn->inputs[j]]--;
+        }
+        pl_free(uses);
+        *out_n = count;
+        return NULL;
+    }
+    for (size_t i = 0; i < nb; i++) { /* in order: a chain moves whole */
+        const pl_graph_node *bn = &body->nodes[topo[i]];
+        if (!pl_graph_node_movable(bn))
+            continue;
+        bool ok = true, any = false;
+        for (size_t j = 0; ok && j < bn->n_formal_inputs; j++) {
+            if (bn->inputs[j] == PL_TID_NONE)
+                continue;
+            const pl_graph_tensor *t = &body->tensors[bn->inputs[j]];
+            if (t->producer != PL_NID_NONE && t->producer < nb && mark[t->producer])
+                any = true;
+            else if (t->is_outer && pl_graph_find_tensor(g, t->name) != PL_TID_NONE)
+                any = true;
+            else
+                ok = pl_graph_body_small_const(t);
+        }
+        for (size_t o = 0; ok && any && o < bn->n_outputs; o++) {
+            if (bn->outputs[o] == PL_TID_NONE)
+                continue;
+            const pl_graph_tensor *t = &body->tensors[bn->outputs[o]];
+            ok = !t->is_output && !pl_graph_bodies_read(body, t->name) &&
+                 pl_graph_find_tensor(g, t->name) == PL_TID_NONE;
+        }
+        if (ok && any) {
+            mark[topo[i]] = true;
+            count++;
+        }
+    }
+    *out_n = count;
+    return NULL;
+}
+
+/* Adds body node BN of BODY to C (hoisted before the Loop), its small
+ * constants copied in under names C does not use. */
+static pl_status *pl_graph_hoist_one(pl_graph *c, const pl_graph *body, const pl_graph_node *bn)
+{
     const char **ins = pl_calloc(bn->n_formal_inputs, sizeof *ins);
     const char **outs = pl_calloc(bn->n_outputs, sizeof *outs);
-    bool *drop = pl_calloc(body->n_nodes, sizeof *drop);
-    pl_graph *c = NULL, *b = NULL;
-    pl_status *st = ins && outs && drop ? pl_graph_copy_rewritten(g, NULL, NULL, &c)
-                                        : pl_graph_oom("hoisting a node");
-    /* a constant of the body it reads goes out with it, a copy under a
-     * name the outer graph does not use */
-    char (*cnames)[560] = st == NULL ? pl_calloc(bn->n_formal_inputs, sizeof *cnames) : NULL;
-    if (st == NULL && cnames == NULL)
-        st = pl_graph_oom("hoisting a node");
+    char (*cnames)[560] = pl_calloc(bn->n_formal_inputs, sizeof *cnames);
+    pl_status *st = ins && outs && cnames ? NULL : pl_graph_oom("hoisting a node");
     for (size_t j = 0; st == NULL && j < bn->n_formal_inputs; j++) {
-        ins[j] = bn->inputs[j] == PL_TID_NONE ? "" : body->tensors[bn->inputs[j]].name;
         const pl_graph_tensor *t = bn->inputs[j] == PL_TID_NONE ? NULL
                                                                 : &body->tensors[bn->inputs[j]];
-        if (t == NULL || t->is_outer)
+        ins[j] = t == NULL ? "" : t->name;
+        if (t == NULL || !pl_graph_body_small_const(t))
             continue;
         char tmp[560];
         snprintf(cnames[j], sizeof cnames[j], "%s",
@@ -1766,7 +1810,6 @@ pl_status *pl_graph_hoist_body_node(const pl_graph *g, pl_nid id, pl_nid node,
     }
     for (size_t o = 0; st == NULL && o < bn->n_outputs; o++)
         outs[o] = bn->outputs[o] == PL_TID_NONE ? "" : body->tensors[bn->outputs[o]].name;
-    /* outside: the node itself, before the Loop (validation orders it) */
     char buf[560];
     pl_nid at = PL_NID_NONE;
     if (st == NULL)
@@ -1774,25 +1817,43 @@ pl_status *pl_graph_hoist_body_node(const pl_graph *g, pl_nid id, pl_nid node,
                                bn->op, "", ins, bn->n_formal_inputs, outs, bn->n_outputs, &at);
     if (st == NULL)
         st = pl_graph_node_copy_attrs(c, at, bn);
-    /* inside: its outputs read from outside */
-    if (st == NULL) {
-        drop[node] = true;
-        st = pl_graph_copy_rewritten(body, drop, NULL, &b);
-    }
-    for (size_t o = 0; st == NULL && o < bn->n_outputs; o++) {
-        if (bn->outputs[o] == PL_TID_NONE)
-            continue;
-        const pl_graph_tensor *t = &body->tensors[bn->outputs[o]];
-        pl_tid bt;
-        st = pl_graph_tensor_get_or_add(b, t->name, &bt);
-        if (st == NULL)
-            st = pl_graph_set_type(b, bt, t->dtype, t->ndim, t->dims,
-                                   (const char *const *)t->dim_params);
-    }
     pl_free(cnames);
     pl_free(ins);
     pl_free(outs);
-    pl_free(drop);
+    return st;
+}
+
+pl_status *pl_graph_move_body_nodes(const pl_graph *g, pl_nid id, const bool *mark, bool dead,
+                                    pl_graph **out_graph)
+{
+    *out_graph = NULL;
+    const pl_graph_node *n = NULL;
+    const pl_graph *body = NULL;
+    PL_RETURN_IF_ERROR(pl_graph_loop_of(g, id, "moving nodes", &n, &body));
+    const pl_nid *topo = pl_graph_topo_order(body);
+    pl_graph *c = NULL, *b = NULL;
+    pl_status *st = topo != NULL ? pl_graph_copy_rewritten(g, NULL, NULL, &c)
+                                 : pl_graph_oom("moving nodes");
+    /* outside: the hoisted nodes in their order (validation places them) */
+    for (size_t i = 0; st == NULL && !dead && i < body->n_nodes; i++)
+        if (mark[topo[i]])
+            st = pl_graph_hoist_one(c, body, &body->nodes[topo[i]]);
+    /* inside: without them, what they computed read from outside */
+    if (st == NULL)
+        st = pl_graph_copy_rewritten(body, mark, NULL, &b);
+    for (size_t k = 0; st == NULL && !dead && k < body->n_nodes; k++) {
+        const pl_graph_node *bn = &body->nodes[k];
+        for (size_t o = 0; st == NULL && mark[k] && o < bn->n_outputs; o++) {
+            if (bn->outputs[o] == PL_TID_NONE)
+                continue;
+            const pl_graph_tensor *t = &body->tensors[bn->outputs[o]];
+            pl_tid bt;
+            st = pl_graph_tensor_get_or_add(b, t->name, &bt);
+            if (st == NULL)
+                st = pl_graph_set_type(b, bt, t->dtype, t->ndim, t->dims,
+                                       (const char *const *)t->dim_params);
+        }
+    }
     if (st != NULL && c == NULL) {
         pl_graph_destroy(b);
         return st;

@@ -285,18 +285,24 @@ pl_status *pl_graph_drop_carried(const pl_graph *g, pl_nid id, const bool *live,
  * the body has no tensor of its own of the initial tensor's name, and
  * the final value is no graph output. */
 bool pl_graph_carried_hoistable(const pl_graph *g, pl_nid id, size_t k);
-/* Whether node NODE of Loop node ID's body (G validated) computes the same
- * in every iteration: a deterministic op of the default domain without
- * bodies, every input it reads a tensor of G (an outer-scope reference,
- * none a body input or a value the body computes) or a small constant of
- * the body (axes, a shape: copied out with it), one at least from G, its
- * outputs no body outputs, read by no nested body, and named by no tensor
- * of G. */
-bool pl_graph_body_node_invariant(const pl_graph *g, pl_nid id, pl_nid node);
-/* G with node NODE of Loop node ID's body (pl_graph_body_node_invariant)
- * moved before the Loop: computed once, the body reading its outputs from
- * outside. Constants are borrowed; the copy is not validated. */
-pl_status *pl_graph_hoist_body_node(const pl_graph *g, pl_nid id, pl_nid node,
+/* Marks in MARK (one per node of Loop node ID's body, G validated) the
+ * body nodes that may leave it, their count into *OUT_N. DEAD: the nodes
+ * whose results nothing in the body reads, gives or passes to a nested
+ * body, once their dead readers go (a pass-through chain left once its
+ * carried value was hoisted: pl_graph_carried_hoistable). Else the nodes
+ * that compute the same in every iteration: a deterministic op of the
+ * default domain without bodies (no random op), every input it reads a
+ * tensor of G (an outer-scope reference), a marked node's result or a
+ * small constant of the body (axes, a shape: copied out with it), one at
+ * least of the first two kinds, its outputs no body outputs, read by no
+ * nested body and named by no tensor of G. */
+pl_status *pl_graph_body_moves(const pl_graph *g, pl_nid id, bool dead, bool *mark,
+                               size_t *out_n);
+/* G with the body nodes MARK marks (pl_graph_body_moves) out of Loop node
+ * ID's body: dropped (DEAD), or moved before the Loop, computed once, the
+ * body reading what they computed from outside. Constants are borrowed;
+ * the copy is not validated. */
+pl_status *pl_graph_move_body_nodes(const pl_graph *g, pl_nid id, const bool *mark, bool dead,
                                     pl_graph **out_graph);
 /* G with the product PRODUCT (a MatMul, or a Gemm, of body node GATHER's
  * rows by a matrix from outside) of Loop node ID's body moved before the

@@ -238,7 +238,7 @@ static pl_status *pl_model_rewrite(pl_runtime *rt, pl_model *m, const char *path
                                          "noted above was undone)");
             if (st == NULL)
                 st = pl_model_adopt_each(rt, m, pl_graph_hoist_loop_nodes,
-                                         "Loop: a node left in its body (the hoist noted "
+                                         "Loop: nodes left in its body (the move noted "
                                          "above was undone)");
             if (st == NULL)
                 st = pl_model_adopt_each(rt, m, pl_graph_inline_ifs, "If: left as it is");

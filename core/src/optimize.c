@@ -446,29 +446,57 @@ pl_status *pl_graph_hoist_loop_nodes(const pl_graph *g, pl_graph **out_graph,
             ba->kind != PL_ATTR_GRAPH || ba->n != 1)
             continue;
         const pl_graph *body = ba->graphs[0];
-        for (size_t k = 0; k < pl_graph_node_count(body); k++) {
-            if (!pl_graph_body_node_invariant(g, (pl_nid)i, (pl_nid)k))
+        size_t nb = pl_graph_node_count(body);
+        bool *mark = pl_calloc(nb ? nb : 1, sizeof *mark);
+        if (mark == NULL)
+            return pl_status_create(PL_CODE_OUT_OF_MEMORY, "out of memory optimising the graph");
+        /* dead nodes first (what a hoisted carried value's chain left),
+         * then the invariant ones */
+        for (int pass = 0; pass < 2; pass++) {
+            bool dead = pass == 0;
+            size_t count = 0;
+            pl_status *st = pl_graph_body_moves(g, (pl_nid)i, dead, mark, &count);
+            if (st != NULL || count == 0) {
+                if (st != NULL)
+                    pl_free(mark);
+                PL_RETURN_IF_ERROR(st);
                 continue;
-            const pl_graph_node *bn = pl_graph_get_node(body, (pl_nid)k);
-            char name[256], op[64];
-            snprintf(name, sizeof name, "%s", bn->name);
-            snprintf(op, sizeof op, "%s", bn->op);
+            }
+            char names[640];
+            size_t used = 0, listed = 0;
+            names[0] = '\0';
+            const pl_nid *topo = pl_graph_topo_order(body);
+            for (size_t k = 0; topo != NULL && k < nb; k++) {
+                const pl_graph_node *bn = pl_graph_get_node(body, topo[k]);
+                if (!mark[topo[k]] || used >= sizeof names - 1)
+                    continue;
+                int w = snprintf(names + used, sizeof names - used, "%s%s '%s'",
+                                 listed++ ? ", " : "", bn->op, bn->name);
+                used = w < 0 ? sizeof names : used + (size_t)w;
+            }
             pl_graph *next = NULL;
-            pl_status *st = pl_graph_hoist_body_node(g, (pl_nid)i, (pl_nid)k, &next);
+            st = pl_graph_move_body_nodes(g, (pl_nid)i, mark, dead, &next);
+            pl_free(mark);
             PL_RETURN_IF_ERROR(pl_opt_loop_kept(&next, "Loop", n->name, "its body kept as it is",
                                                 st, rewrites));
             if (next == NULL)
-                return NULL; /* (noted: no other node of it is tried this round) */
-            if (!pl_rewrites_add(rewrites, "Loop '%s': %s '%s' reads only what every "
-                                           "iteration shares: computed once, before the Loop",
-                                 n->name, op, name)) {
+                return NULL; /* (noted) */
+            if (!pl_rewrites_add(rewrites,
+                                 dead ? "Loop '%s': %zu node%s computing nothing the body "
+                                        "reads dropped (%s%s)"
+                                      : "Loop '%s': %zu node%s reading only what every "
+                                        "iteration shares computed once, before the Loop "
+                                        "(%s%s)",
+                                 n->name, count, count == 1 ? "" : "s", names,
+                                 used >= sizeof names - 1 ? "..." : "")) {
                 pl_graph_destroy(next);
                 return pl_status_create(PL_CODE_OUT_OF_MEMORY,
                                         "out of memory optimising the graph");
             }
-            *out_graph = next; /* one a call, as pl_graph_inline_ifs */
+            *out_graph = next; /* one move a call, as pl_graph_inline_ifs */
             return NULL;
         }
+        pl_free(mark);
     }
     return NULL;
 }

@@ -89,14 +89,16 @@ pl_status *pl_graph_drop_dead_carried(const pl_graph *g, pl_graph **out_graph,
 pl_status *pl_graph_hoist_loop_invariants(const pl_graph *g, pl_graph **out_graph,
                                           pl_rewrites *rewrites);
 
-/* The first node of a Loop's body that computes the same in every
- * iteration (pl_graph_body_node_invariant: it reads only tensors from
- * outside the body) moved before the Loop (pl_graph_hoist_body_node),
- * computed once, the body reading its outputs from outside. paddle2onnx's
- * attention decoders (SLANet's table structure, 501 steps) projected the
- * encoder's features by the same matrix in every step: 85% of a step's
- * multiply-adds. A Loop that runs no iteration computes them all the
- * same. One node a call; same contract as pl_graph_inline_ifs. */
+/* The first Loop's body without its dead nodes (what a hoisted carried
+ * value's pass-through chain left), or else without the nodes that compute
+ * the same in every iteration, moved before the Loop and computed once
+ * (pl_graph_body_moves: they read only tensors from outside the body, each
+ * other's results and small constants), the body reading their results
+ * from outside. paddle2onnx's attention decoders (SLANet's table
+ * structure, 501 steps) projected the encoder's features by the same
+ * matrix in every step: 85% of a step's multiply-adds. A Loop that runs no
+ * iteration computes the moved nodes all the same. One move a call (all
+ * its nodes at once); same contract as pl_graph_inline_ifs. */
 pl_status *pl_graph_hoist_loop_nodes(const pl_graph *g, pl_graph **out_graph,
                                      pl_rewrites *rewrites);
 
